@@ -1,0 +1,1 @@
+"""Format converters into USD (installed as usdphys.converters). Chrono YAML first."""
