@@ -1,0 +1,128 @@
+"""Plugin registration: fresh interpreters, early registry, the NewtonJointAPI clash, staleness."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from usdphys import plugin_path
+from usdphys.schemagen import GENERATED_FILES, PLUGIN_DIR, generate
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _console_script() -> str:
+    """The installed `usdphys` command (beside this interpreter, or on PATH)."""
+    beside = Path(sys.executable).with_name("usdphys")
+    return str(beside) if beside.exists() else "usdphys"
+
+
+def _python(code: str, env_extra=None, drop_plugin_env=True):
+    env = dict(os.environ)
+    if drop_plugin_env:
+        env.pop("PXR_PLUGINPATH_NAME", None)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd="/")
+
+
+def test_plugin_dir_is_up_to_date(tmp_path):
+    """plugin/ must be what usdGenSchema makes from schemas/schema.usda today."""
+    generate(tmp_path)
+    for name in GENERATED_FILES:
+        fresh = (tmp_path / name).read_text()
+        committed = (PLUGIN_DIR / name).read_text()
+        assert fresh == committed, f"plugin/{name} is stale: run `python -m usdphys.schemagen`"
+
+
+def test_plugin_path_command_prints_the_plugin_folder():
+    out = subprocess.run([sys.executable, "-m", "usdphys.cli", "plugin-path"], capture_output=True, text=True, check=True)
+    assert Path(out.stdout.strip()) == plugin_path()
+    assert (Path(out.stdout.strip()) / "plugInfo.json").is_file()
+
+
+def test_fresh_interpreter_sees_schemas_with_only_the_env_var():
+    """What a usdview user does: PXR_PLUGINPATH_NAME=$(usdphys plugin-path), no usdphys import."""
+    code = (
+        "import sys; from pxr import Usd\n"
+        "assert 'usdphys' not in sys.modules\n"
+        "r = Usd.SchemaRegistry()\n"
+        "assert r.FindConcretePrimDefinition('MbdSpringDamper') is not None\n"
+        "assert r.FindAppliedAPIPrimDefinition('NewtonJointAPI') is not None\n"
+        "s = Usd.Stage.CreateInMemory(); j = s.DefinePrim('/j', 'PhysicsRevoluteJoint')\n"
+        "j.ApplyAPI('NewtonJointAPI'); print(j.GetAttribute('newton:dofs').GetTypeName())\n"
+    )
+    res = _python(code, {"PXR_PLUGINPATH_NAME": str(plugin_path())})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "token[]"
+    # and without the variable the same interpreter knows nothing of them
+    res = _python("from pxr import Usd; print(Usd.SchemaRegistry().FindConcretePrimDefinition('MbdSpringDamper'))")
+    assert res.stdout.strip() == "None"
+
+
+def test_import_registers_before_first_stage():
+    res = _python("import usdphys\nfrom pxr import Usd\nprint(Usd.SchemaRegistry().FindConcretePrimDefinition('MbdMotor') is not None)")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "True"
+
+
+def test_registry_built_too_early_says_what_to_do():
+    res = _python("from pxr import Usd\ns = Usd.Stage.CreateInMemory(); s.DefinePrim('/a', 'Xform')\nimport usdphys")
+    assert res.returncode != 0
+    assert "SchemaRegistrationError" in res.stderr
+    assert "Import usdphys before using pxr.Usd" in res.stderr
+    assert f"PXR_PLUGINPATH_NAME={plugin_path()}" in res.stderr
+
+
+def test_registry_built_early_is_fine_when_env_var_is_set():
+    res = _python(
+        "from pxr import Usd\ns = Usd.Stage.CreateInMemory(); s.DefinePrim('/a', 'Xform')\nimport usdphys\nprint('ok')",
+        {"PXR_PLUGINPATH_NAME": str(plugin_path())},
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"
+
+
+def _has_newton_usd_schemas():
+    return _python("import newton_usd_schemas").returncode == 0
+
+
+@pytest.mark.skipif(not _has_newton_usd_schemas(), reason="newton-usd-schemas not installed (pip install -e .[dev])")
+def test_clash_with_newton_usd_schemas_imported_first():
+    res = _python(
+        "import newton_usd_schemas\n"
+        "from pxr import Plug\n"
+        "try:\n    import usdphys\nexcept ImportError as e:\n    print(e)\n"
+        "print('half-registered' if Plug.Registry().GetPluginWithName('usdphys') else 'clean')\n"
+    )
+    assert res.returncode == 0, res.stderr
+    assert "newton-usd-schemas" in res.stdout and "usdphys" in res.stdout
+    assert "SCALAR" in res.stdout and "per-DOF" in res.stdout  # says what differs
+    assert res.stdout.strip().endswith("clean")  # never half-registered
+
+
+@pytest.mark.skipif(not _has_newton_usd_schemas(), reason="newton-usd-schemas not installed (pip install -e .[dev])")
+def test_clash_with_newton_usd_schemas_imported_after():
+    """USD itself refuses the second NewtonJointAPI; our entry points then refuse to run."""
+    res = _python(
+        "import usdphys\n"
+        "try:\n    import newton_usd_schemas\nexcept Exception as e:\n    print('refused:', 'NewtonJointAPI' in str(e))\n"
+        "from usdphys.plugin import ensure_registered\n"
+        "try:\n    ensure_registered()\nexcept ImportError as e:\n    print(e)\n"
+    )
+    assert "refused: True" in res.stdout
+    assert "another schema plugin also defines 'NewtonJointAPI'" in res.stdout
+
+
+def test_clash_reported_by_the_cli_without_traceback(tmp_path):
+    """A plugin on PXR_PLUGINPATH_NAME claiming NewtonJointAPI: the CLI exits 1, one clear line."""
+    (tmp_path / "plugInfo.json").write_text(
+        '{"Plugins": [{"Name": "fakeNewton", "Type": "resource", "Root": ".", "ResourcePath": ".",'
+        ' "LibraryPath": "", "Info": {"Types": {"FakeNewtonJointAPI": {"schemaIdentifier": "NewtonJointAPI",'
+        ' "bases": ["UsdAPISchemaBase"], "schemaKind": "singleApplyAPI", "autoGenerated": true}}}}]}'
+    )
+    env = dict(os.environ, PXR_PLUGINPATH_NAME=str(tmp_path))
+    res = subprocess.run([_console_script(), "plugin-path"], capture_output=True, text=True, env=env)
+    assert res.returncode == 1
+    assert "Traceback" not in res.stderr
+    assert "fakeNewton" in res.stderr and "NewtonJointAPI" in res.stderr

@@ -1,0 +1,333 @@
+"""`usdphys check STAGE`: validate our schemas on a stage, plus usd-core's own validators.
+
+One finding per problem: severity, prim path, rule id, message. Errors make the command
+exit 1. Rule ids are stable strings so scripts and tests can match them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from pxr import Sdf, Usd, UsdPhysics, UsdValidation
+
+from usdphys.errors import UsdphysError
+from usdphys.plugin import ensure_registered
+
+HELP = "validate usdphys / NewtonJointAPI schemas on a stage (and run usd-core's validators)"
+
+NEWTON_API = "NewtonJointAPI"
+NEWTON_DOFS = "newton:dofs"
+NEWTON_ARRAYS = (
+    "newton:armature",
+    "newton:staticFrictionEffort",
+    "newton:dynamicFrictionEffort",
+    "newton:viscousDamping",
+)
+LIMIT_DOFS = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
+# Which DOF tokens each joint type accepts (NewtonJointAPI proposal; MbdMotor uses the same).
+_DOFS_BY_JOINT_TYPE = {
+    "PhysicsRevoluteJoint": ("angle",),
+    "PhysicsPrismaticJoint": ("distance",),
+    "PhysicsSphericalJoint": ("rotX", "rotY", "rotZ"),
+    "PhysicsFixedJoint": (),
+    "PhysicsDistanceJoint": (),
+}
+# Relationships of our schemas: name -> (what the target must be, predicate on the prim)
+_BODY_RELS = ("mbd:body0", "mbd:body1")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # "error" | "warning"
+    path: str  # prim or property path ("/" for the stage)
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.path}: {self.message} [{self.rule}]"
+
+
+def valid_dofs_for_joint(prim: Usd.Prim) -> tuple[str, ...]:
+    """DOF tokens allowed on a joint prim (generic joints: the LimitAPI names)."""
+    return _DOFS_BY_JOINT_TYPE.get(prim.GetTypeName(), LIMIT_DOFS)
+
+
+def _is_body(prim: Usd.Prim) -> bool:
+    return prim.HasAPI(UsdPhysics.RigidBodyAPI)
+
+
+def _is_joint(prim: Usd.Prim) -> bool:
+    return prim.IsA(UsdPhysics.Joint)
+
+
+def _is_connector(prim: Usd.Prim) -> bool:
+    return prim.GetTypeName() == "MbdMateConnector"
+
+
+_REL_TARGET_KINDS = {
+    "mbd:body0": ("a rigid body (RigidBodyAPI)", _is_body),
+    "mbd:body1": ("a rigid body (RigidBodyAPI)", _is_body),
+    "mbd:joint": ("a PhysicsJoint", _is_joint),
+    "mbd:connector0": ("an MbdMateConnector", _is_connector),
+    "mbd:connector1": ("an MbdMateConnector", _is_connector),
+}
+
+
+class _Checker:
+    def __init__(self, stage: Usd.Stage):
+        self.stage = stage
+        self.findings: list[Finding] = []
+
+    def error(self, path, rule: str, message: str) -> None:
+        self.findings.append(Finding("error", str(path), rule, message))
+
+    def warning(self, path, rule: str, message: str) -> None:
+        self.findings.append(Finding("warning", str(path), rule, message))
+
+    # -- NewtonJointAPI ------------------------------------------------------------------
+    def newton_joint(self, prim: Usd.Prim) -> None:
+        path = prim.GetPath()
+        if not _is_joint(prim):
+            self.error(path, "newton-apply-target", f"{NEWTON_API} is applied to a {prim.GetTypeName() or 'typeless'} prim; it applies only to PhysicsJoint prims")
+            return
+        # The newton-usd-schemas form authors plain floats (and friction/damping names).
+        scalar = [a for a in ("newton:friction", "newton:damping") if prim.GetAttribute(a).HasAuthoredValue()]
+        scalar += [a for a in NEWTON_ARRAYS if isinstance(prim.GetAttribute(a).Get(), (int, float))]
+        if scalar:
+            self.warning(path, "newton-scalar-form", f"scalar NewtonJointAPI attributes {', '.join(scalar)} (newton-usd-schemas form): read as broadcast to every DOF; the per-DOF form is newton:dofs + arrays")
+        dofs_attr = prim.GetAttribute(NEWTON_DOFS)
+        dofs = list(dofs_attr.Get() or []) if dofs_attr else []
+        allowed = valid_dofs_for_joint(prim)
+        seen = set()
+        for token in dofs:
+            if token in seen:
+                self.error(path, "newton-duplicate-dof", f"{NEWTON_DOFS} names '{token}' more than once")
+            seen.add(token)
+            if token not in allowed:
+                expected = ", ".join(allowed) if allowed else "none (this joint type has no DOF)"
+                self.error(path, "newton-invalid-dof", f"{NEWTON_DOFS} token '{token}' is not a DOF of a {prim.GetTypeName()}; expected one of: {expected}")
+        values = {}
+        for name in NEWTON_ARRAYS:
+            value = prim.GetAttribute(name).Get()
+            if value is None or isinstance(value, (int, float)):  # unauthored, or scalar form
+                continue
+            vals = list(value)
+            if not vals:
+                continue
+            values[name] = vals
+            if len(vals) != len(dofs):
+                self.error(path, "newton-array-length", f"{name} has {len(vals)} values but {NEWTON_DOFS} has {len(dofs)}")
+            for i, v in enumerate(vals):
+                if not math.isfinite(v) or v < 0:
+                    dof = dofs[i] if i < len(dofs) else f"#{i}"
+                    self.error(path, "newton-negative-value", f"{name}[{i}] ({dof}) = {v:.6g}: must be a finite value >= 0")
+        static = values.get("newton:staticFrictionEffort")
+        dynamic = values.get("newton:dynamicFrictionEffort")
+        if static and dynamic:  # compared only where both are authored (see docs/schemas.md)
+            for i, (s, d) in enumerate(zip(static, dynamic)):
+                if d > s:
+                    dof = dofs[i] if i < len(dofs) else f"#{i}"
+                    self.error(path, "newton-friction-order", f"newton:dynamicFrictionEffort[{i}] ({dof}) = {d:.6g} exceeds newton:staticFrictionEffort[{i}] = {s:.6g}; dynamic friction must be <= static")
+
+    # -- generic rules over our schemas ----------------------------------------------------
+    def allowed_tokens(self, prim: Usd.Prim) -> None:
+        definition = prim.GetPrimDefinition()
+        for attr in prim.GetAuthoredAttributes():
+            name = attr.GetName()
+            if not (name.startswith("mbd:") or name.startswith("newton:")):
+                continue
+            prop = definition.GetPropertyDefinition(name)
+            allowed = prop.GetMetadata("allowedTokens") if prop else None
+            if not allowed:
+                continue
+            value = attr.Get()
+            tokens = [value] if isinstance(value, str) else list(value or [])
+            for tok in tokens:
+                if tok not in allowed:
+                    self.error(attr.GetPath(), "unknown-token", f"'{tok}' is not an allowed value of {name}; expected one of: {', '.join(allowed)}")
+
+    def relationships(self, prim: Usd.Prim) -> None:
+        for rel in prim.GetRelationships():
+            name = rel.GetName()
+            if name not in _REL_TARGET_KINDS:
+                continue
+            what, predicate = _REL_TARGET_KINDS[name]
+            targets = rel.GetTargets()
+            if len(targets) > 1:
+                self.error(rel.GetPath(), "relationship-arity", f"{name} has {len(targets)} targets; expected at most one")
+            for target in targets:
+                tprim = self.stage.GetPrimAtPath(target)
+                if not tprim:
+                    self.error(rel.GetPath(), "relationship-missing-target", f"{name} points at {target}, which does not exist; expected {what}")
+                elif not predicate(tprim):
+                    self.error(rel.GetPath(), "relationship-wrong-target", f"{name} points at {target} ({tprim.GetTypeName() or 'typeless'}), which is not {what}")
+
+    def element(self, prim: Usd.Prim) -> None:
+        type_name = prim.GetTypeName()
+        path = prim.GetPath()
+        if type_name in ("MbdSpringDamper", "MbdAxialSpringDamper", "MbdRotationalSpringDamper", "MbdForce", "MbdTorque"):
+            bodies = [t for r in _BODY_RELS if prim.GetRelationship(r) for t in prim.GetRelationship(r).GetTargets()]
+            if type_name in ("MbdForce", "MbdTorque"):
+                rel = prim.GetRelationship("mbd:body1")
+                if not rel or not rel.GetTargets():
+                    self.error(path, "element-missing-body", f"{type_name} needs mbd:body1 (the body it acts on)")
+            elif not bodies:
+                self.error(path, "element-missing-body", f"{type_name} connects no body: set mbd:body0 and/or mbd:body1")
+        if type_name == "MbdSpringDamper":
+            self._spring_damper(prim)
+        if type_name == "MbdAxialSpringDamper":
+            axis = prim.GetAttribute("mbd:axis").Get()
+            if axis is not None and axis.GetLength() == 0:
+                self.error(path, "axis-zero", "mbd:axis is the zero vector")
+        if type_name == "MbdMotor":
+            self._motor(prim)
+        if prim.HasAPI("MbdTimeFunctionAPI"):
+            self._time_function(prim)
+        if type_name == "MbdMateConnector":
+            main = prim.GetAttribute("mbd:mainAxis").Get()
+            normal = prim.GetAttribute("mbd:normal").Get()
+            if main is not None and normal is not None:
+                if main.GetLength() == 0 or normal.GetLength() == 0:
+                    self.error(path, "connector-axis", "mbd:mainAxis and mbd:normal must be non-zero")
+                elif (main.GetNormalized() ^ normal.GetNormalized()).GetLength() < 1e-9:
+                    self.error(path, "connector-axis", f"mbd:normal {tuple(normal)} is parallel to mbd:mainAxis {tuple(main)}; it must not be")
+
+    def _spring_damper(self, prim: Usd.Prim) -> None:
+        path = prim.GetPath()
+        for name in ("mbd:springForceCurve", "mbd:dampingForceCurve"):
+            pts = list(prim.GetAttribute(name).Get() or [])
+            if any(b[0] <= a[0] for a, b in zip(pts, pts[1:])):
+                self.error(path, "curve-order", f"{name} abscissae must be strictly ascending")
+        defo = list(prim.GetAttribute("mbd:forceMapDeformation").Get() or [])
+        vel = list(prim.GetAttribute("mbd:forceMapVelocity").Get() or [])
+        vals = list(prim.GetAttribute("mbd:forceMapValues").Get() or [])
+        if defo or vel or vals:
+            if len(vals) != len(defo) * len(vel):
+                self.error(path, "map-shape", f"mbd:forceMapValues has {len(vals)} values; expected len(forceMapVelocity) x len(forceMapDeformation) = {len(vel)} x {len(defo)}")
+            for name, arr in (("mbd:forceMapDeformation", defo), ("mbd:forceMapVelocity", vel)):
+                if any(b <= a for a, b in zip(arr, arr[1:])):
+                    self.error(path, "curve-order", f"{name} must be strictly ascending")
+        lo = prim.GetAttribute("mbd:minLength")
+        hi = prim.GetAttribute("mbd:maxLength")
+        if lo.HasAuthoredValue() and hi.HasAuthoredValue() and lo.Get() > hi.Get():
+            self.error(path, "length-stops", f"mbd:minLength {lo.Get()} exceeds mbd:maxLength {hi.Get()}")
+
+    def _motor(self, prim: Usd.Prim) -> None:
+        path = prim.GetPath()
+        rel = prim.GetRelationship("mbd:joint")
+        targets = rel.GetTargets() if rel else []
+        if not targets:
+            self.error(path, "motor-joint", "MbdMotor needs mbd:joint (the joint whose DOF it drives)")
+            return
+        joint = self.stage.GetPrimAtPath(targets[0])
+        if joint and _is_joint(joint):
+            dof = prim.GetAttribute("mbd:dof").Get()
+            allowed = valid_dofs_for_joint(joint)
+            if dof not in allowed:
+                self.error(path, "motor-dof", f"mbd:dof '{dof}' is not a DOF of {joint.GetPath()} ({joint.GetTypeName()}); expected one of: {', '.join(allowed) or 'none'}")
+
+    def _time_function(self, prim: Usd.Prim) -> None:
+        path = prim.GetPath()
+        kind = prim.GetAttribute("mbd:function:type").Get()
+        if kind == "data":
+            pts = list(prim.GetAttribute("mbd:function:data").Get() or [])
+            if not pts:
+                self.error(path, "function-data", "mbd:function:type is 'data' but mbd:function:data is empty")
+            if any(b[0] <= a[0] for a, b in zip(pts, pts[1:])):
+                self.error(path, "curve-order", "mbd:function:data times must be strictly ascending")
+        if kind == "polynomial" and not list(prim.GetAttribute("mbd:function:coefficients").Get() or []):
+            self.error(path, "function-data", "mbd:function:type is 'polynomial' but mbd:function:coefficients is empty")
+        if prim.GetAttribute("mbd:function:repeat").Get():
+            width = prim.GetAttribute("mbd:function:repeatWidth").Get()
+            if not width or width <= 0:
+                self.error(path, "function-repeat", f"mbd:function:repeatWidth = {width}: must be > 0")
+
+    def api_targets(self, prim: Usd.Prim) -> None:
+        """An applied API schema whose apiSchemaCanOnlyApplyTo excludes this prim."""
+        for api in prim.GetAppliedSchemas():
+            if api == NEWTON_API or not (api.startswith("Mbd")):
+                continue
+            ok = prim.CanApplyAPI(api)
+            if isinstance(ok, tuple):
+                ok, why = ok
+            else:
+                why = ""
+            if not ok:
+                self.error(prim.GetPath(), "api-apply-target", f"{api} cannot be applied here: {why}")
+
+    def run(self) -> list[Finding]:
+        for prim in self.stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimAllPrimsPredicate)):
+            if NEWTON_API in prim.GetAppliedSchemas():
+                self.newton_joint(prim)
+            self.api_targets(prim)
+            self.allowed_tokens(prim)
+            self.relationships(prim)
+            self.element(prim)
+        return self.findings
+
+
+def _usd_core_findings(stage: Usd.Stage) -> list[Finding]:
+    """usd-core's own validators (UsdValidation), usdz-only ones left out."""
+    validators = [
+        v for v in UsdValidation.ValidationRegistry().GetOrLoadAllValidators()
+        if "UsdzValidators" not in v.GetMetadata().GetKeywords()
+    ]
+    findings = []
+    for err in UsdValidation.ValidationContext(validators).Validate(stage):
+        kind = err.GetType()
+        if kind == UsdValidation.ValidationErrorType.Error:
+            severity = "error"
+        elif kind == UsdValidation.ValidationErrorType.Warn:
+            severity = "warning"
+        else:
+            continue
+        paths = []
+        for site in err.GetSites():
+            if site.IsPrim():
+                paths.append(str(site.GetPrim().GetPath()))
+            elif site.IsProperty():
+                paths.append(str(site.GetProperty().GetPath()))
+        findings.append(Finding(severity, ", ".join(paths) or "/", f"usd:{err.GetIdentifier()}", err.GetMessage()))
+    return findings
+
+
+def check_stage(stage: Usd.Stage, usd_core: bool = True) -> list[Finding]:
+    """All findings for a stage: our rules, then usd-core's validators."""
+    ensure_registered()
+    findings = _Checker(stage).run()
+    if usd_core:
+        findings.extend(_usd_core_findings(stage))
+    return findings
+
+
+def open_stage(path: str | Path) -> Usd.Stage:
+    """Open a stage for reading, or raise UsdphysError saying why not."""
+    p = Path(path)
+    if not p.is_file():
+        raise UsdphysError(f"{p}: no such file")
+    try:
+        stage = Usd.Stage.Open(str(p))
+    except Exception as exc:  # USD raises Tf.ErrorException with its parser message
+        raise UsdphysError(f"{p}: cannot open as a USD stage: {str(exc).strip()}") from None
+    if stage is None:
+        raise UsdphysError(f"{p}: cannot open as a USD stage")
+    return stage
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("stage", help="USD file to check")
+    parser.add_argument("--no-usd-core", action="store_true", help="skip usd-core's own validators")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
+
+
+def run(args) -> int:
+    stage = open_stage(args.stage)
+    findings = check_stage(stage, usd_core=not args.no_usd_core)
+    errors = [f for f in findings if f.severity == "error"]
+    for f in findings:
+        if f.severity == "error" or not args.quiet:
+            print(f)
+    warnings = len(findings) - len(errors)
+    print(f"{args.stage}: {len(errors)} error(s), {warnings} warning(s)")
+    return 1 if errors else 0
