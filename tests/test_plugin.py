@@ -126,3 +126,17 @@ def test_clash_reported_by_the_cli_without_traceback(tmp_path):
     assert res.returncode == 1
     assert "Traceback" not in res.stderr
     assert "fakeNewton" in res.stderr and "NewtonJointAPI" in res.stderr
+
+
+def test_hand_authored_stage_opens_in_a_plain_usd_process_with_the_plugin_path():
+    """What usdview does with the new user's file: the schemas apply, fallbacks show."""
+    mistakes = REPO / "assets" / "schema" / "hand_authored_mistakes.usda"
+    code = (
+        "from pxr import Usd\n"
+        f"s = Usd.Stage.Open({str(mistakes)!r})\n"
+        "h = s.GetPrimAtPath('/World/Hinge'); m = s.GetPrimAtPath('/World/Motor')\n"
+        "print(h.HasAPI('NewtonJointAPI'), m.IsA(Usd.Typed), m.GetPrimDefinition().GetAttributeDefinition('mbd:dof').GetFallbackValue())\n"
+    )
+    res = _python(code, {"PXR_PLUGINPATH_NAME": str(plugin_path())})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["True", "True", "angle"]
