@@ -1,0 +1,679 @@
+"""SNAP assembly (OpenPLX Physics3D) on a USD stage.
+
+The USD reading (docs/assembly.md has the long form):
+
+* a *system* is a UsdGeom.Xform prim that is not inside a rigid body; a *body* is a prim
+  with PhysicsRigidBodyAPI; a *frame* is any Xformable prim (its local transform is its
+  authored xformOps, at the earliest time code);
+* a body or system is *undefined* when no xformOpOrder is authored on it (an authored
+  empty xformOpOrder means "identity, on purpose");
+* every enabled PhysicsJoint is a *mate* with two connector frames: with MbdMateAPI, the
+  MbdMateConnector prims named by mbd:connector0 / mbd:connector1 (owned by their parent
+  prim); without it, localPos0/localRot0 in body0 and localPos1/localRot1 in body1 (no
+  body: a frame in world coordinates). A mate is at rest when its two frames coincide;
+  SNAP makes them coincide exactly (for a revolute or prismatic joint too: the free
+  coordinate is left at 0);
+* for each mate, G is the closest common ancestor of the two owners; a side whose path
+  below G holds exactly one undefined transform, while the other side holds none, solves
+  it with the SNAP transform S = N^-1 A P^-1; when no mate can progress, the first
+  undefined transform of the first waiting mate is forced to the identity (redundancy);
+  bodies left undefined are reported as unresolved, never guessed.
+
+Only this module (with the reader, recorder and converters) imports pxr.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+
+from usdphys.errors import UsdphysError
+
+MATE_API = "MbdMateAPI"
+CONNECTOR_TYPE = "MbdMateConnector"
+TIME = Usd.TimeCode.EarliestTime()
+
+# A normal whose component orthogonal to the main axis is below this fraction of its
+# length (sine of the angle between them) is parallel to it: the frame is undefined.
+PARALLEL_TOL = 1e-6
+# S is written as translate + orient when it is a rotation to this tolerance.
+RIGID_TOL = 1e-9
+# Closing mates (both sides already defined) must coincide to these tolerances. Plain
+# PhysicsJoint frames are float32 (relative precision ~6e-8), hence not tighter.
+POSITION_TOL = 1e-6  # plus 1e-6 times the largest coordinate involved
+ANGLE_TOL_DEG = 1e-4
+# Joint types whose rest state is not "frames coincide": never used to place anything.
+NOT_AT_REST_WHEN_COINCIDENT = {
+    "PhysicsDistanceJoint": "a distance joint holds a distance, not coincident frames",
+    "MbdRevoluteSphericalJoint": "a revolute-spherical joint holds a distance",
+    "MbdRevoluteTranslationalJoint": "a revolute-translational joint holds an offset",
+}
+
+
+# --------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------
+@dataclass
+class Placement:
+    """A transform SNAP authored: `transform` is the prim's local 4x4 (column vectors)."""
+
+    path: str
+    transform: np.ndarray
+    mate: str | None  # the joint that placed it; None when forced to the identity
+    forced: bool = False
+
+
+@dataclass
+class MateCheck:
+    """A mate whose two frames did not coincide after assembly (user-defined transforms)."""
+
+    joint: str
+    position_error: float  # stage units
+    angle_error_deg: float
+
+
+@dataclass
+class AssemblyReport:
+    placed: list[Placement] = field(default_factory=list)  # in dependency order
+    unresolved: list[str] = field(default_factory=list)  # undefined bodies SNAP could not place
+    joint_frames: list[str] = field(default_factory=list)  # joints whose localPos/Rot were authored
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (joint, why)
+    unsatisfied: list[MateCheck] = field(default_factory=list)
+    mates: int = 0  # mates considered for snapping
+
+    @property
+    def snapped(self) -> list[Placement]:
+        return [p for p in self.placed if not p.forced]
+
+    @property
+    def forced_identity(self) -> list[str]:
+        return [p.path for p in self.placed if p.forced]
+
+    @property
+    def complete(self) -> bool:
+        """Nothing unresolved and every mate at rest."""
+        return not self.unresolved and not self.unsatisfied
+
+    def summary(self) -> str:
+        lines = []
+        for p in self.placed:
+            if p.forced:
+                lines.append(f"identity {p.path}  (forced: redundant transforms)")
+            else:
+                t = p.transform[:3, 3]
+                lines.append(
+                    f"placed   {p.path}  by {p.mate}  at ({t[0]:.6g}, {t[1]:.6g}, {t[2]:.6g})"
+                )
+        for path in self.unresolved:
+            lines.append(f"UNRESOLVED {path}  (undefined transform, no mate places it)")
+        for c in self.unsatisfied:
+            lines.append(
+                f"UNSATISFIED {c.joint}  (frames apart by {c.position_error:.3g} and "
+                f"{c.angle_error_deg:.3g} deg)"
+            )
+        for joint, why in self.ignored:
+            lines.append(f"ignored  {joint}  ({why})")
+        for joint in self.joint_frames:
+            lines.append(f"frames   {joint}  (localPos/localRot from its connectors)")
+        n_forced = len(self.forced_identity)
+        lines.append(
+            f"{self.mates} mate(s): {len(self.placed) - n_forced} placed, {n_forced} forced to "
+            f"identity, {len(self.unresolved)} unresolved, {len(self.unsatisfied)} unsatisfied"
+        )
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
+# Small linear algebra (column vectors, 4x4 homogeneous, float64)
+# --------------------------------------------------------------------------------------
+def _from_gf(m: Gf.Matrix4d) -> np.ndarray:
+    return np.array(m, dtype=float).T  # Gf is row-vector: transpose to column convention
+
+
+def _to_gf(m: np.ndarray) -> Gf.Matrix4d:
+    return Gf.Matrix4d(m.T.tolist())
+
+
+def _frame(rot: np.ndarray, pos) -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3] = rot
+    m[:3, 3] = pos
+    return m
+
+
+def quat_to_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
+    n = math.sqrt(w * w + x * x + y * y + z * z)
+    if n == 0.0 or not math.isfinite(n):
+        raise ValueError("zero or non-finite quaternion")
+    w, x, y, z = w / n, x / n, y / n, z / n
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def matrix_to_quat(r: np.ndarray) -> tuple[float, float, float, float]:
+    """(w, x, y, z) of a rotation matrix (Shepperd), w >= 0."""
+    t = np.trace(r)
+    if t > 0:
+        s = 2.0 * math.sqrt(1.0 + t)
+        q = (0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s)
+    elif r[0, 0] > r[1, 1] and r[0, 0] > r[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2])
+        q = ((r[2, 1] - r[1, 2]) / s, 0.25 * s, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s)
+    elif r[1, 1] > r[2, 2]:
+        s = 2.0 * math.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2])
+        q = ((r[0, 2] - r[2, 0]) / s, (r[0, 1] + r[1, 0]) / s, 0.25 * s, (r[1, 2] + r[2, 1]) / s)
+    else:
+        s = 2.0 * math.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1])
+        q = ((r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s)
+    q = np.array(q)
+    q /= np.linalg.norm(q)
+    if q[0] < 0:
+        q = -q
+    return tuple(float(v) for v in q)
+
+
+def _rotation_part(m: np.ndarray) -> np.ndarray:
+    """Nearest rotation to the 3x3 block (removes scale and shear)."""
+    u, _, vt = np.linalg.svd(m[:3, :3])
+    r = u @ vt
+    if np.linalg.det(r) < 0:
+        u[:, -1] *= -1
+        r = u @ vt
+    return r
+
+
+def _rotation_angle_deg(r: np.ndarray) -> float:
+    w, x, y, z = matrix_to_quat(r)
+    return math.degrees(2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w)))
+
+
+def _is_rigid(m: np.ndarray) -> bool:
+    r = m[:3, :3]
+    return (
+        np.allclose(r.T @ r, np.eye(3), rtol=0, atol=RIGID_TOL)
+        and np.linalg.det(r) > 0
+        and np.allclose(m[3], [0, 0, 0, 1], rtol=0, atol=RIGID_TOL)
+    )
+
+
+def _inv(m: np.ndarray, what: str) -> np.ndarray:
+    if abs(np.linalg.det(m[:3, :3])) < 1e-12:
+        raise UsdphysError(f"{what}: transform is singular (zero scale?); SNAP cannot invert it")
+    return np.linalg.inv(m)
+
+
+# Joint frame = connector frame @ permutation that puts the joint's physics:axis on the
+# connector's main axis (Z); cyclic, so right-handed.
+_AXIS_PERMUTATION = {
+    "Z": np.eye(3),
+    "X": np.array([[0.0, 1, 0], [0, 0, 1], [1, 0, 0]]),  # joint X = conn Z, Y = conn X, Z = conn Y
+    "Y": np.array([[0.0, 0, 1], [1, 0, 0], [0, 1, 0]]),  # joint Y = conn Z, Z = conn X, X = conn Y
+}
+_AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
+def _vec(attr: Usd.Attribute, prim_path, name: str) -> np.ndarray:
+    value = attr.Get(TIME) if attr else None
+    if value is None:
+        raise UsdphysError(f"{prim_path}: {name} has no value")
+    v = np.array(value, dtype=float)
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise UsdphysError(f"{prim_path}: {name} = {tuple(value)} must be 3 finite numbers")
+    return v
+
+
+def connector_frame(prim: Usd.Prim) -> np.ndarray:
+    """4x4 frame of an MbdMateConnector in its owner's (parent's) coordinates.
+
+    Origin at mbd:position; Z along mbd:mainAxis; X along mbd:normal made orthogonal to Z;
+    Y = Z x X. An unauthored normal defaults to the owner's X axis, or its Y axis when the
+    main axis is within 30 degrees of X.
+    """
+    path = prim.GetPath()
+    if prim.GetTypeName() != CONNECTOR_TYPE:
+        raise UsdphysError(f"{path}: expected an {CONNECTOR_TYPE} prim, found '{prim.GetTypeName() or 'untyped'}'")
+    pos = _vec(prim.GetAttribute("mbd:position"), path, "mbd:position")
+    main = _vec(prim.GetAttribute("mbd:mainAxis"), path, "mbd:mainAxis")
+    n_main = np.linalg.norm(main)
+    if n_main < 1e-12:
+        raise UsdphysError(f"{path}: mbd:mainAxis is zero; a connector needs a main axis direction")
+    z = main / n_main
+    normal_attr = prim.GetAttribute("mbd:normal")
+    if normal_attr and normal_attr.HasAuthoredValue():
+        normal = _vec(normal_attr, path, "mbd:normal")
+        n_norm = np.linalg.norm(normal)
+        if n_norm < 1e-12:
+            raise UsdphysError(f"{path}: mbd:normal is zero; give a direction not parallel to mbd:mainAxis")
+        ortho = normal - np.dot(normal, z) * z
+        if np.linalg.norm(ortho) < PARALLEL_TOL * n_norm:
+            raise UsdphysError(
+                f"{path}: mbd:normal {tuple(normal)} is parallel to mbd:mainAxis {tuple(main)}; "
+                "the normal must have a component orthogonal to the main axis"
+            )
+    else:
+        normal = np.array([1.0, 0, 0]) if abs(z[0]) < math.cos(math.radians(30)) else np.array([0.0, 1, 0])
+        ortho = normal - np.dot(normal, z) * z
+    x = ortho / np.linalg.norm(ortho)
+    y = np.cross(z, x)
+    return _frame(np.column_stack([x, y, z]), pos)
+
+
+def _is_body(prim: Usd.Prim) -> bool:
+    return prim.HasAPI(UsdPhysics.RigidBodyAPI)
+
+
+def _body_of(prim: Usd.Prim) -> Usd.Prim | None:
+    """Nearest rigid body at or above prim (None: world-static)."""
+    p = prim
+    while p and not p.IsPseudoRoot():
+        if _is_body(p):
+            return p
+        p = p.GetParent()
+    return None
+
+
+@dataclass
+class _End:
+    owner: Sdf.Path  # prim whose coordinates `local` is in ("/" = world)
+    local: np.ndarray  # joint frame in owner's coordinates
+    body: Sdf.Path | None  # rigid body carrying it; None = world-static
+    label: str  # for messages
+
+
+@dataclass
+class _Mate:
+    joint: Sdf.Path
+    kind: str  # fixed | revolute | prismatic | spherical | generic
+    axis: str
+    a: _End
+    b: _End
+    snaps: bool
+    connectors: tuple[Sdf.Path, Sdf.Path] | None  # MbdMateAPI joints
+
+
+def _joint_kind(prim: Usd.Prim) -> tuple[str, str]:
+    for schema, kind in (
+        (UsdPhysics.FixedJoint, "fixed"),
+        (UsdPhysics.RevoluteJoint, "revolute"),
+        (UsdPhysics.PrismaticJoint, "prismatic"),
+        (UsdPhysics.SphericalJoint, "spherical"),
+    ):
+        if prim.IsA(schema):
+            axis = "Z"
+            if kind != "fixed":
+                axis = str(schema(prim).GetAxisAttr().Get() or "X")
+                if axis not in _AXIS_INDEX:
+                    raise UsdphysError(f"{prim.GetPath()}: physics:axis = '{axis}', expected X, Y or Z")
+            return kind, axis
+    return "generic", "Z"
+
+
+def _single_target(rel: Usd.Relationship, joint_path, name: str) -> Sdf.Path | None:
+    targets = rel.GetForwardedTargets() if rel else []
+    if len(targets) > 1:
+        raise UsdphysError(f"{joint_path}: {name} has {len(targets)} targets; expected at most one")
+    return targets[0] if targets else None
+
+
+class _Assembler:
+    def __init__(self, stage: Usd.Stage):
+        self.stage = stage
+        self.solved: dict[Sdf.Path, np.ndarray] = {}
+        self._local: dict[Sdf.Path, np.ndarray] = {}
+        self.report = AssemblyReport()
+        self.mates: list[_Mate] = []
+        self._read_mates()
+
+    # ---- frames -----------------------------------------------------------------------
+    def _prim(self, path: Sdf.Path) -> Usd.Prim:
+        return self.stage.GetPrimAtPath(path)
+
+    def is_snappable(self, path: Sdf.Path) -> bool:
+        """A body, or a system (Xform not inside a body)."""
+        prim = self._prim(path)
+        if _is_body(prim):
+            return True
+        return prim.IsA(UsdGeom.Xform) and _body_of(prim) is None
+
+    def undefined(self, path: Sdf.Path) -> bool:
+        if path in self.solved:
+            return False
+        prim = self._prim(path)
+        if not self.is_snappable(path):
+            return False
+        return not UsdGeom.Xformable(prim).GetXformOpOrderAttr().HasAuthoredValue()
+
+    def local(self, path: Sdf.Path) -> np.ndarray:
+        if path in self.solved:
+            return self.solved[path]
+        if path not in self._local:
+            xf = UsdGeom.Xformable(self._prim(path))
+            self._local[path] = _from_gf(xf.GetLocalTransformation(TIME))
+        return self._local[path]
+
+    def chain(self, owner: Sdf.Path, ancestor: Sdf.Path) -> list[Sdf.Path]:
+        """Frames from owner up to (not including) ancestor, nearest first."""
+        out = []
+        p = owner
+        while p != ancestor:
+            prim = self._prim(p)
+            if prim.IsA(UsdGeom.Xformable):
+                if UsdGeom.Xformable(prim).GetResetXformStack():
+                    raise UsdphysError(
+                        f"{p}: resets the transform stack (!resetXformStack!) between a mate "
+                        f"connector and {ancestor}; SNAP does not support that"
+                    )
+                out.append(p)
+            p = p.GetParentPath()
+        return out
+
+    def world(self, path: Sdf.Path) -> np.ndarray:
+        m = np.eye(4)
+        p = path
+        while p != Sdf.Path.absoluteRootPath:
+            prim = self._prim(p)
+            if prim.IsA(UsdGeom.Xformable):
+                m = self.local(p) @ m
+                if UsdGeom.Xformable(prim).GetResetXformStack():
+                    break
+            p = p.GetParentPath()
+        return m
+
+    def _product(self, frames: list[Sdf.Path]) -> np.ndarray:
+        """L(f_k) ... L(f_1) for frames [f_1 .. f_k] (nearest first)."""
+        m = np.eye(4)
+        for f in frames:
+            m = self.local(f) @ m
+        return m
+
+    # ---- mates ------------------------------------------------------------------------
+    def _connector_end(self, joint: Usd.Prim, i: int, axis: str) -> tuple[_End, Sdf.Path]:
+        jp = joint.GetPath()
+        rel_name = f"mbd:connector{i}"
+        target = _single_target(joint.GetRelationship(rel_name), jp, rel_name)
+        if target is None:
+            raise UsdphysError(f"{jp}: {MATE_API} is applied but {rel_name} names no connector")
+        conn = self._prim(target)
+        if not conn:
+            raise UsdphysError(f"{jp}: {rel_name} targets {target}, which does not exist")
+        if conn.GetTypeName() != CONNECTOR_TYPE:
+            raise UsdphysError(
+                f"{jp}: {rel_name} targets {target}, a '{conn.GetTypeName() or 'untyped'}' prim; "
+                f"expected an {CONNECTOR_TYPE}"
+            )
+        frame = connector_frame(conn)
+        owner = conn.GetParent()
+        body = _body_of(owner)
+        body_name = f"physics:body{i}"
+        declared = _single_target(joint.GetRelationship(body_name), jp, body_name)
+        if body is not None and declared != body.GetPath():
+            raise UsdphysError(
+                f"{jp}: {rel_name} {target} belongs to rigid body {body.GetPath()} but {body_name} "
+                f"is {'empty' if declared is None else declared}; set {body_name} = <{body.GetPath()}>"
+            )
+        if body is None and declared is not None and not owner.GetPath().HasPrefix(declared):
+            raise UsdphysError(
+                f"{jp}: {rel_name} {target} is world-static (owned by system {owner.GetPath()}) "
+                f"but {body_name} is {declared}; leave {body_name} empty"
+            )
+        frame[:3, :3] = frame[:3, :3] @ _AXIS_PERMUTATION[axis]
+        return _End(owner.GetPath(), frame, body.GetPath() if body else None, str(target)), target
+
+    def _plain_end(self, joint: UsdPhysics.Joint, i: int) -> _End:
+        prim = joint.GetPrim()
+        jp = prim.GetPath()
+        body_name = f"physics:body{i}"
+        rel = joint.GetBody0Rel() if i == 0 else joint.GetBody1Rel()
+        target = _single_target(rel, jp, body_name)
+        pos_attr = joint.GetLocalPos0Attr() if i == 0 else joint.GetLocalPos1Attr()
+        rot_attr = joint.GetLocalRot0Attr() if i == 0 else joint.GetLocalRot1Attr()
+        pos = pos_attr.Get(TIME)
+        rot = rot_attr.Get(TIME)
+        pos = np.zeros(3) if pos is None else np.array(pos, dtype=float)
+        if rot is None:
+            r = np.eye(3)
+        else:
+            try:
+                r = quat_to_matrix(rot.GetReal(), *rot.GetImaginary())
+            except ValueError:
+                raise UsdphysError(f"{jp}: physics:localRot{i} is not a valid rotation quaternion") from None
+        if not np.all(np.isfinite(pos)):
+            raise UsdphysError(f"{jp}: physics:localPos{i} must be finite")
+        if target is None:
+            return _End(Sdf.Path.absoluteRootPath, _frame(r, pos), None, f"{jp} (world frame {i})")
+        owner = self._prim(target)
+        if not owner or not owner.IsA(UsdGeom.Xformable):
+            raise UsdphysError(f"{jp}: {body_name} targets {target}, which is not an existing Xformable prim")
+        body = _body_of(owner)
+        return _End(target, _frame(r, pos), body.GetPath() if body else None, f"{jp} (frame {i} in {target})")
+
+    def _read_mates(self) -> None:
+        for prim in self.stage.Traverse():
+            has_mate_api = MATE_API in prim.GetAppliedSchemas()
+            if not prim.IsA(UsdPhysics.Joint):
+                if has_mate_api:
+                    raise UsdphysError(f"{prim.GetPath()}: {MATE_API} applies to PhysicsJoint prims only")
+                continue
+            jp = prim.GetPath()
+            kind, axis = _joint_kind(prim)
+            joint = UsdPhysics.Joint(prim)
+            if has_mate_api:
+                a, ca = self._connector_end(prim, 0, axis)
+                b, cb = self._connector_end(prim, 1, axis)
+                connectors = (ca, cb)
+            else:
+                a, b = self._plain_end(joint, 0), self._plain_end(joint, 1)
+                connectors = None
+            why = None
+            enabled = joint.GetJointEnabledAttr().Get()
+            if enabled is False:
+                why = "joint disabled"
+            elif prim.GetTypeName() in NOT_AT_REST_WHEN_COINCIDENT:
+                why = NOT_AT_REST_WHEN_COINCIDENT[prim.GetTypeName()]
+            elif a.body is None and b.body is None:
+                why = "both connectors are world-static"
+            if why:
+                self.report.ignored.append((str(jp), why))
+            self.mates.append(_Mate(jp, kind, axis, a, b, why is None, connectors))
+        self.report.mates = sum(m.snaps for m in self.mates)
+
+    # ---- SNAP -------------------------------------------------------------------------
+    def _sides(self, mate: _Mate):
+        g = mate.a.owner.GetCommonPrefix(mate.b.owner)
+        return g, self.chain(mate.a.owner, g), self.chain(mate.b.owner, g)
+
+    def _in_g(self, end: _End, frames: list[Sdf.Path]) -> np.ndarray:
+        return self._product(frames) @ end.local
+
+    def _snap(self, mate: _Mate, end: _End, frames, other: _End, other_frames) -> None:
+        c = next(f for f in frames if self.undefined(f))
+        j = frames.index(c)
+        p = self._product(frames[:j]) @ end.local
+        n = self._product(frames[j + 1:])
+        target = self._in_g(other, other_frames)
+        s = _inv(n, f"{mate.joint}: frames above {c}") @ target @ _inv(p, f"{mate.joint}: frames below {c}")
+        self.solved[c] = s
+        self.report.placed.append(Placement(str(c), s, str(mate.joint)))
+
+    def _force_identity(self, path: Sdf.Path) -> None:
+        self.solved[path] = np.eye(4)
+        self.report.placed.append(Placement(str(path), np.eye(4), None, forced=True))
+
+    def solve(self) -> AssemblyReport:
+        waiting = [m for m in self.mates if m.snaps]
+        while waiting:
+            used = []
+            for mate in waiting:
+                _, fa, fb = self._sides(mate)
+                ua = [f for f in fa if self.undefined(f)]
+                ub = [f for f in fb if self.undefined(f)]
+                if len(ua) == 1 and not ub:
+                    self._snap(mate, mate.a, fa, mate.b, fb)
+                elif not ua and len(ub) == 1:
+                    self._snap(mate, mate.b, fb, mate.a, fa)
+                elif ua or ub:
+                    continue
+                used.append(mate)
+            if used:
+                waiting = [m for m in waiting if m not in used]
+                continue
+            # No mate could progress: the transforms are redundant; force the first
+            # undefined one of the first waiting mate (connector0's side first).
+            _, fa, fb = self._sides(waiting[0])
+            self._force_identity(next(f for f in fa + fb if self.undefined(f)))
+        self._check_mates()
+        self._find_unresolved()
+        return self.report
+
+    def _check_mates(self) -> None:
+        for mate in self.mates:
+            if not mate.snaps:
+                continue
+            _, fa, fb = self._sides(mate)
+            ta, tb = self._in_g(mate.a, fa), self._in_g(mate.b, fb)
+            rel = _inv(ta, f"{mate.joint}: frame 0") @ tb
+            r = _rotation_part(rel)
+            d = rel[:3, 3]
+            k = _AXIS_INDEX[mate.axis]
+            if mate.kind == "revolute":
+                pos_err = float(np.linalg.norm(d))
+                ang = math.degrees(math.acos(min(1.0, max(-1.0, float(r[k, k])))))
+            elif mate.kind == "prismatic":
+                pos_err = float(np.linalg.norm(np.delete(d, k)))
+                ang = _rotation_angle_deg(r)
+            elif mate.kind == "spherical":
+                pos_err, ang = float(np.linalg.norm(d)), 0.0
+            else:
+                pos_err, ang = float(np.linalg.norm(d)), _rotation_angle_deg(r)
+            scale = max(1.0, float(np.abs(ta[:3, 3]).max()), float(np.abs(tb[:3, 3]).max()))
+            if pos_err > POSITION_TOL * (1 + scale) or ang > ANGLE_TOL_DEG:
+                self.report.unsatisfied.append(MateCheck(str(mate.joint), pos_err, ang))
+
+    def _find_unresolved(self) -> None:
+        for prim in self.stage.Traverse():
+            if _is_body(prim) and prim.IsA(UsdGeom.Xformable) and self.undefined(prim.GetPath()):
+                self.report.unresolved.append(str(prim.GetPath()))
+
+    # ---- joint frames from connectors -------------------------------------------------
+    def joint_frames(self) -> list[tuple[Usd.Prim, int, np.ndarray, np.ndarray]]:
+        """(joint, i, localPos, localRot 3x3) for each side of each MbdMateAPI joint."""
+        out = []
+        for mate in self.mates:
+            if mate.connectors is None:
+                continue
+            joint = self._prim(mate.joint)
+            for i, end in ((0, mate.a), (1, mate.b)):
+                declared = _single_target(joint.GetRelationship(f"physics:body{i}"), mate.joint, f"physics:body{i}")
+                frame = self.world(end.owner) @ end.local
+                if declared is not None:
+                    frame = _inv(self.world(declared), f"{declared}") @ frame
+                out.append((joint, i, frame[:3, 3].copy(), _rotation_part(frame)))
+        return out
+
+    def stale_joint_frames(self) -> list[str]:
+        stale = []
+        for joint, i, pos, rot in self.joint_frames():
+            j = UsdPhysics.Joint(joint)
+            p = (j.GetLocalPos0Attr() if i == 0 else j.GetLocalPos1Attr()).Get(TIME)
+            q = (j.GetLocalRot0Attr() if i == 0 else j.GetLocalRot1Attr()).Get(TIME)
+            p = np.zeros(3) if p is None else np.array(p, dtype=float)
+            r = np.eye(3) if q is None else quat_to_matrix(q.GetReal(), *q.GetImaginary())
+            tol = 1e-6 * max(1.0, float(np.abs(pos).max()))
+            if np.abs(p - pos).max() > tol or np.abs(r - rot).max() > 1e-6:
+                stale.append(str(joint.GetPath()))
+        return sorted(set(stale))
+
+    # ---- authoring --------------------------------------------------------------------
+    def author(self) -> None:
+        for placement in self.report.placed:
+            self._author_xform(Sdf.Path(placement.path), placement.transform)
+        done = []
+        for joint, i, pos, rot in self.joint_frames():
+            j = UsdPhysics.Joint(joint)
+            w, x, y, z = matrix_to_quat(rot)
+            (j.GetLocalPos0Attr() if i == 0 else j.GetLocalPos1Attr()).Set(Gf.Vec3f(*pos.tolist()))
+            (j.GetLocalRot0Attr() if i == 0 else j.GetLocalRot1Attr()).Set(Gf.Quatf(w, x, y, z))
+            if str(joint.GetPath()) not in done:
+                done.append(str(joint.GetPath()))
+        self.report.joint_frames = done
+        # Verify: an edit target weaker than existing opinions would silently lose ours.
+        for placement in self.report.placed:
+            xf = UsdGeom.Xformable(self._prim(Sdf.Path(placement.path)))
+            got = _from_gf(xf.GetLocalTransformation(TIME))
+            if not np.allclose(got, placement.transform, rtol=0, atol=1e-9 * max(1.0, np.abs(placement.transform).max())):
+                raise UsdphysError(
+                    f"{placement.path}: the transform SNAP authored does not take effect; the edit "
+                    f"target {self.stage.GetEditTarget().GetLayer().identifier} is weaker than an "
+                    "existing opinion"
+                )
+
+    def _author_xform(self, path: Sdf.Path, m: np.ndarray) -> None:
+        prim = self._prim(path)
+        if prim.IsInstanceProxy():
+            raise UsdphysError(
+                f"{path}: inside an instance (instanceable prim); SNAP cannot author its transform. "
+                "Author xformOpOrder on it in the asset or make the instance non-instanceable"
+            )
+        xf = UsdGeom.Xformable(prim)
+        precision = UsdGeom.XformOp.PrecisionDouble
+        if _is_rigid(m):
+            suffix = "snap" if prim.HasAttribute("xformOp:translate") or prim.HasAttribute("xformOp:orient") else ""
+            xf.AddTranslateOp(precision, suffix).Set(Gf.Vec3d(*m[:3, 3].tolist()))
+            w, x, y, z = matrix_to_quat(m[:3, :3])
+            xf.AddOrientOp(precision, suffix).Set(Gf.Quatd(w, x, y, z))
+        else:
+            suffix = "snap" if prim.HasAttribute("xformOp:transform") else ""
+            xf.AddTransformOp(precision, suffix).Set(_to_gf(m))
+
+
+# --------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------
+def plan(stage: Usd.Stage) -> AssemblyReport:
+    """What assemble() would do, authoring nothing."""
+    return _Assembler(stage).solve()
+
+
+def assemble(stage: Usd.Stage) -> AssemblyReport:
+    """Run SNAP on the stage and author the result in its current edit target (in memory).
+
+    Authors xformOps (translate + orient) on every body / system SNAP placed or forced to
+    the identity, and physics:localPos/localRot on every MbdMateAPI joint. Bad connectors
+    raise UsdphysError before anything is authored. Unresolved bodies and unsatisfied
+    mates are reported, not raised: check `report.complete`.
+    """
+    assembler = _Assembler(stage)
+    report = assembler.solve()
+    assembler.author()
+    return report
+
+
+def needs_assembly(stage: Usd.Stage) -> bool:
+    """True when assemble() would place a transform or correct a connector joint's frames.
+
+    False for stages without undefined transforms on any mate's path and whose MbdMateAPI
+    joints already carry the frames their connectors give (e.g. an `assemble` output).
+    Raises UsdphysError for bad connectors, like assemble().
+    """
+    assembler = _Assembler(stage)
+    report = assembler.solve()
+    return bool(report.placed) or bool(assembler.stale_joint_frames())
+
+
+__all__ = [
+    "AssemblyReport",
+    "MateCheck",
+    "Placement",
+    "assemble",
+    "connector_frame",
+    "needs_assembly",
+    "plan",
+]
