@@ -4,7 +4,8 @@ The USD reading (docs/assembly.md has the long form):
 
 * a *system* is a UsdGeom.Xform prim that is not inside a rigid body; a *body* is a prim
   with PhysicsRigidBodyAPI; a *frame* is any Xformable prim (its local transform is its
-  authored xformOps, at the earliest time code);
+  authored xformOps, at the earliest time code); top-level systems are root systems,
+  whose frame is the world's: they are never placed;
 * a body or system is *undefined* when no xformOpOrder is authored on it (an authored
   empty xformOpOrder means "identity, on purpose");
 * every enabled PhysicsJoint is a *mate* with two connector frames: with MbdMateAPI, the
@@ -337,10 +338,16 @@ class _Assembler:
         return self.stage.GetPrimAtPath(path)
 
     def is_snappable(self, path: Sdf.Path) -> bool:
-        """A body, or a system (Xform not inside a body)."""
+        """A body, or a system (Xform not inside a body) below a root system.
+
+        Root systems (top-level Xforms that are not bodies) are the model being
+        instantiated: their frame is the world's, they are never placed.
+        """
         prim = self._prim(path)
         if _is_body(prim):
             return True
+        if path.GetParentPath() == Sdf.Path.absoluteRootPath:
+            return False
         return prim.IsA(UsdGeom.Xform) and _body_of(prim) is None
 
     def undefined(self, path: Sdf.Path) -> bool:
