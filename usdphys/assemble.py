@@ -221,13 +221,17 @@ _AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
 # --------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------
+def _fmt(v) -> str:
+    return "(" + ", ".join(f"{float(x):g}" for x in v) + ")"
+
+
 def _vec(attr: Usd.Attribute, prim_path, name: str) -> np.ndarray:
     value = attr.Get(TIME) if attr else None
     if value is None:
         raise UsdphysError(f"{prim_path}: {name} has no value")
     v = np.array(value, dtype=float)
     if v.shape != (3,) or not np.all(np.isfinite(v)):
-        raise UsdphysError(f"{prim_path}: {name} = {tuple(value)} must be 3 finite numbers")
+        raise UsdphysError(f"{prim_path}: {name} = {value} must be 3 finite numbers")
     return v
 
 
@@ -256,7 +260,7 @@ def connector_frame(prim: Usd.Prim) -> np.ndarray:
         ortho = normal - np.dot(normal, z) * z
         if np.linalg.norm(ortho) < PARALLEL_TOL * n_norm:
             raise UsdphysError(
-                f"{path}: mbd:normal {tuple(normal)} is parallel to mbd:mainAxis {tuple(main)}; "
+                f"{path}: mbd:normal {_fmt(normal)} is parallel to mbd:mainAxis {_fmt(main)}; "
                 "the normal must have a component orthogonal to the main axis"
             )
     else:
