@@ -184,3 +184,13 @@ def test_missing_input(tmp_path):
     result = run_cli("assemble", str(tmp_path / "nope.usda"), "-o", str(tmp_path / "o.usda"))
     assert result.returncode == 1
     assert "nope.usda: no such file" in result.stderr
+
+
+def test_malformed_input_is_one_clear_line(tmp_path):
+    bad = tmp_path / "bad.usda"
+    bad.write_text('#usda 1.0\ndef Xform "A" {\n  nonsense\n')
+    out = tmp_path / "o.usda"
+    result = run_cli("assemble", str(bad), "-o", str(out))
+    assert result.returncode == 1
+    assert f"usdphys assemble: error: {bad}: not a readable USD file ({bad}:" in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()

@@ -40,6 +40,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="print only problems")
 
 
+def _tf_message(exc) -> str:
+    """The human part of a Tf error: what follows "in file ... : "."""
+    text = " ".join(str(exc).split())
+    head, sep, tail = text.partition(" : ")
+    return (tail if sep else text).strip().strip("'").strip()
+
+
 def _open_input(path: Path):
     from pxr import Sdf, Tf
 
@@ -48,7 +55,7 @@ def _open_input(path: Path):
     try:
         layer = Sdf.Layer.FindOrOpen(str(path))
     except Tf.ErrorException as exc:
-        raise UsdphysError(f"{path}: not a readable USD file ({str(exc).strip().splitlines()[-1]})") from None
+        raise UsdphysError(f"{path}: not a readable USD file ({_tf_message(exc)})") from None
     if layer is None:
         raise UsdphysError(f"{path}: not a readable USD file")
     return layer
@@ -74,7 +81,7 @@ def build_layer(input_path: str | os.PathLike, output_path: str | os.PathLike):
     try:
         stage = Usd.Stage.Open(work)
     except Tf.ErrorException as exc:
-        raise UsdphysError(f"{inp}: USD could not compose the stage ({str(exc).strip()})") from None
+        raise UsdphysError(f"{inp}: USD could not compose the stage ({_tf_message(exc)})") from None
     stage.SetEditTarget(Usd.EditTarget(work))
     report = snap.assemble(stage)
 
