@@ -1,0 +1,348 @@
+"""The one Model type handed from the reader to the solver: flat numpy arrays, SI units.
+
+Everything here is in SI (metres, kilograms, seconds, radians), world axes as in the stage
+(the stage's up axis only decides the default gravity direction). Quaternions are stored
+scalar-LAST, (x, y, z, w), like Warp and SciPy.
+
+Bodies (B of them) are the simulated rigid bodies (dynamic or kinematic). Anything static
+(static bodies, colliders without a body, the stage itself) is "the world", index -1.
+A body's *prim frame* is its USD prim's world transform without scale; its *COM frame* sits
+at the centre of mass with axes along the principal axes of inertia (the solver works in
+COM frames; `body_com_pos` / `body_com_rot` give the COM frame inside the prim frame).
+
+Joints (J of them) are described per degree of freedom in the joint's frame 0 (on body0):
+DOF order transX, transY, transZ, rotX, rotY, rotZ. A DOF is locked, limited, driven or
+free. `constraint_rows()` turns joints into the generic constraint-row table the solver
+consumes; issue #5 (motors, bushings) and #7 (contact) add rows of the same kinds, and
+force elements go into a parallel force table evaluated in the solver's predictor.
+
+Per-world data (the initial state) has a leading world axis W; the model description is
+shared by all worlds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+DOF_NAMES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
+
+# constraint-row kinds (see docs/solver.md, "Constraint rows")
+ROW_LIN = 0  # g = e0[axis] . (P1 - P0): translation of frame 1 along an axis of frame 0
+ROW_PERP = 1  # g = e0[a] . e1[b] (axis = 3 a + b): keeps two frame axes perpendicular
+ROW_TWIST = 2  # g = angle of frame 1 about e0[axis] (atan2, radians)
+ROW_DIST = 3  # g = |P1 - P0|
+ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance")
+
+# constraint-row modes
+MODE_EQUAL = 0  # g = value
+MODE_LOWER = 1  # g >= value (unilateral, impulse >= 0)
+MODE_UPPER = 2  # g <= value
+MODE_SOFT = 3  # implicit spring-damper towards value / target velocity (drive)
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product of (..., 4) xyzw quaternions."""
+    ax, ay, az, aw = np.moveaxis(np.asarray(a, float), -1, 0)
+    bx, by, bz, bw = np.moveaxis(np.asarray(b, float), -1, 0)
+    return np.stack(
+        [
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ],
+        axis=-1,
+    )
+
+
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    q = np.array(q, float)
+    q[..., :3] *= -1.0
+    return q
+
+
+def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate (..., 3) vectors by (..., 4) xyzw unit quaternions."""
+    q = np.asarray(q, float)
+    v = np.asarray(v, float)
+    u, w = q[..., :3], q[..., 3:4]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """(..., 4) xyzw -> (..., 3, 3) rotation matrices acting on column vectors."""
+    eye = np.eye(3)
+    cols = [quat_rotate(q, eye[i]) for i in range(3)]
+    return np.stack(cols, axis=-1)
+
+
+def matrix_to_quat(m: np.ndarray) -> np.ndarray:
+    """(3, 3) rotation matrix (column-vector convention) -> xyzw unit quaternion."""
+    m = np.asarray(m, float)
+    tr = np.trace(m)
+    if tr > 0:
+        s = np.sqrt(tr + 1.0) * 2
+        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s]
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
+        q = [0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
+    elif m[1, 1] > m[2, 2]:
+        s = np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
+        q = [(m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
+    else:
+        s = np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
+        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s]
+    q = np.array(q)
+    return q / np.linalg.norm(q)
+
+
+@dataclass
+class RowTable:
+    """Generic constraint rows (R of them), shared by all worlds.
+
+    Each row relates frame 0 (p0, q0 in body0's COM frame, or in the world when b0 = -1)
+    and frame 1 (on b1). See ROW_* kinds and MODE_* modes. For MODE_SOFT rows: stiffness
+    and damping (SI, per radian for angular rows), `value` is the target position,
+    `target_vel` the target velocity, `max_force` the force / torque bound, `accel` = 1
+    scales stiffness and damping by the row's effective mass (UsdPhysics acceleration drive).
+    """
+
+    source: np.ndarray  # (R,) index of the joint (or other element) the row came from
+    kind: np.ndarray  # (R,) ROW_*
+    axis: np.ndarray  # (R,) axis index (ROW_PERP: 3 a + b)
+    mode: np.ndarray  # (R,) MODE_*
+    value: np.ndarray  # (R,)
+    b0: np.ndarray  # (R,) body index or -1
+    b1: np.ndarray
+    p0: np.ndarray  # (R, 3)
+    q0: np.ndarray  # (R, 4) xyzw
+    p1: np.ndarray
+    q1: np.ndarray
+    stiffness: np.ndarray  # (R,)
+    damping: np.ndarray
+    target_vel: np.ndarray
+    max_force: np.ndarray
+    accel: np.ndarray  # (R,) int
+
+    @property
+    def count(self) -> int:
+        return int(self.kind.shape[0])
+
+
+@dataclass
+class Model:
+    """Bodies, joints and gravity in SI units; initial state with a world axis."""
+
+    body_paths: list[str] = field(default_factory=list)
+    body_mass: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (B,) kg
+    body_inertia: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # principal, kg m^2
+    body_com_pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))  # in prim frame, m
+    body_com_rot: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))  # principal axes, xyzw
+    body_kinematic: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # (B,)
+    # initial state of the PRIM frame, per world: (W, B, ...). Velocities are world-frame:
+    # linear velocity of the centre of mass (m/s), angular velocity (rad/s).
+    body_pos: np.ndarray = field(default_factory=lambda: np.zeros((1, 0, 3)))
+    body_rot: np.ndarray = field(default_factory=lambda: np.zeros((1, 0, 4)))
+    body_lin_vel: np.ndarray = field(default_factory=lambda: np.zeros((1, 0, 3)))
+    body_ang_vel: np.ndarray = field(default_factory=lambda: np.zeros((1, 0, 3)))
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+
+    joint_paths: list[str] = field(default_factory=list)
+    joint_type: list[str] = field(default_factory=list)  # for messages
+    joint_body0: np.ndarray = field(default_factory=lambda: np.zeros(0, int))  # -1: world
+    joint_body1: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    # joint frames in the body's PRIM frame (world frame when the body is -1), SI
+    joint_pos0: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    joint_rot0: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    joint_pos1: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    joint_rot1: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    joint_locked: np.ndarray = field(default_factory=lambda: np.zeros((0, 6), bool))
+    joint_lower: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))  # -inf: none (m / rad)
+    joint_upper: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))  # +inf: none
+    joint_drive_stiffness: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))  # SI, per rad
+    joint_drive_damping: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    joint_drive_target_pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    joint_drive_target_vel: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    joint_drive_max_force: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    joint_drive_accel: np.ndarray = field(default_factory=lambda: np.zeros((0, 6), bool))
+    # distance joints: |P1 - P0| in [min, max]; nan = no bound on that side
+    joint_dist_min: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    joint_dist_max: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    joint_is_distance: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+    # stage facts the recorder needs
+    meters_per_unit: float = 1.0
+    kilograms_per_unit: float = 1.0
+    source: str = ""  # file or stage identifier, for messages
+
+    # ---------------------------------------------------------------- construction
+    @property
+    def body_count(self) -> int:
+        return len(self.body_paths)
+
+    @property
+    def joint_count(self) -> int:
+        return len(self.joint_paths)
+
+    @property
+    def world_count(self) -> int:
+        return int(self.body_pos.shape[0])
+
+    def add_body(self, path, mass, inertia, pos, rot=(0, 0, 0, 1), lin_vel=(0, 0, 0), ang_vel=(0, 0, 0),
+                 com_pos=(0, 0, 0), com_rot=(0, 0, 0, 1), kinematic=False) -> int:
+        """Append one body (single-world models); returns its index. SI units, xyzw."""
+        if self.world_count != 1:
+            raise ValueError("add_body works on single-world models; call replicate() afterwards")
+        cat = np.concatenate
+        self.body_paths.append(str(path))
+        self.body_mass = cat([self.body_mass, [float(mass)]])
+        self.body_inertia = cat([self.body_inertia.reshape(-1, 3), [np.asarray(inertia, float)]])
+        self.body_com_pos = cat([self.body_com_pos.reshape(-1, 3), [np.asarray(com_pos, float)]])
+        self.body_com_rot = cat([self.body_com_rot.reshape(-1, 4), [_unit(com_rot)]])
+        self.body_kinematic = cat([self.body_kinematic, [bool(kinematic)]])
+        self.body_pos = cat([self.body_pos, np.asarray(pos, float).reshape(1, 1, 3)], axis=1)
+        self.body_rot = cat([self.body_rot, _unit(rot).reshape(1, 1, 4)], axis=1)
+        self.body_lin_vel = cat([self.body_lin_vel, np.asarray(lin_vel, float).reshape(1, 1, 3)], axis=1)
+        self.body_ang_vel = cat([self.body_ang_vel, np.asarray(ang_vel, float).reshape(1, 1, 3)], axis=1)
+        return self.body_count - 1
+
+    def add_joint(self, path, body0, body1, pos0=(0, 0, 0), rot0=(0, 0, 0, 1), pos1=(0, 0, 0),
+                  rot1=(0, 0, 0, 1), locked=(False,) * 6, lower=None, upper=None, kind="joint",
+                  drive_stiffness=None, drive_damping=None, drive_target_pos=None,
+                  drive_target_vel=None, drive_max_force=None, drive_accel=None,
+                  dist_min=np.nan, dist_max=np.nan, is_distance=False) -> int:
+        """Append one joint; per-DOF arrays are length 6 (transX..rotZ), SI / radians."""
+        def six(v, default):
+            return np.full(6, default, float) if v is None else np.asarray(v, float).reshape(6)
+
+        cat = np.concatenate
+        self.joint_paths.append(str(path))
+        self.joint_type.append(kind)
+        self.joint_body0 = cat([self.joint_body0, [int(body0)]]).astype(int)
+        self.joint_body1 = cat([self.joint_body1, [int(body1)]]).astype(int)
+        self.joint_pos0 = cat([self.joint_pos0.reshape(-1, 3), [np.asarray(pos0, float)]])
+        self.joint_rot0 = cat([self.joint_rot0.reshape(-1, 4), [_unit(rot0)]])
+        self.joint_pos1 = cat([self.joint_pos1.reshape(-1, 3), [np.asarray(pos1, float)]])
+        self.joint_rot1 = cat([self.joint_rot1.reshape(-1, 4), [_unit(rot1)]])
+        self.joint_locked = cat([self.joint_locked.reshape(-1, 6), [np.asarray(locked, bool)]])
+        self.joint_lower = cat([self.joint_lower.reshape(-1, 6), [six(lower, -np.inf)]])
+        self.joint_upper = cat([self.joint_upper.reshape(-1, 6), [six(upper, np.inf)]])
+        self.joint_drive_stiffness = cat([self.joint_drive_stiffness.reshape(-1, 6), [six(drive_stiffness, 0)]])
+        self.joint_drive_damping = cat([self.joint_drive_damping.reshape(-1, 6), [six(drive_damping, 0)]])
+        self.joint_drive_target_pos = cat([self.joint_drive_target_pos.reshape(-1, 6), [six(drive_target_pos, 0)]])
+        self.joint_drive_target_vel = cat([self.joint_drive_target_vel.reshape(-1, 6), [six(drive_target_vel, 0)]])
+        self.joint_drive_max_force = cat([self.joint_drive_max_force.reshape(-1, 6), [six(drive_max_force, np.inf)]])
+        self.joint_drive_accel = cat([self.joint_drive_accel.reshape(-1, 6),
+                                      [np.zeros(6, bool) if drive_accel is None else np.asarray(drive_accel, bool)]])
+        self.joint_dist_min = cat([self.joint_dist_min, [float(dist_min)]])
+        self.joint_dist_max = cat([self.joint_dist_max, [float(dist_max)]])
+        self.joint_is_distance = cat([self.joint_is_distance, [bool(is_distance)]])
+        return self.joint_count - 1
+
+    def replicate(self, worlds: int) -> "Model":
+        """The same model with the initial state tiled to `worlds` worlds (edit per world after)."""
+        if worlds < 1:
+            raise ValueError("worlds must be >= 1")
+        import copy
+
+        out = copy.copy(self)
+        for name in ("body_pos", "body_rot", "body_lin_vel", "body_ang_vel"):
+            arr = getattr(self, name)
+            setattr(out, name, np.repeat(arr[:1], worlds, axis=0).copy())
+        return out
+
+    # ---------------------------------------------------------------- frames
+    def com_state(self):
+        """Initial COM-frame state per world: (pos, rot, lin_vel, ang_vel), each (W, B, k)."""
+        rot = quat_mul(self.body_rot, self.body_com_rot[None])
+        pos = self.body_pos + quat_rotate(self.body_rot, self.body_com_pos[None])
+        return pos, rot, self.body_lin_vel.copy(), self.body_ang_vel.copy()
+
+    def prim_from_com(self, com_pos: np.ndarray, com_rot: np.ndarray):
+        """COM-frame poses (..., B, 3/4) -> prim-frame poses (inverse of com_state)."""
+        rot = quat_mul(com_rot, quat_conj(self.body_com_rot))
+        pos = com_pos - quat_rotate(rot, self.body_com_pos)
+        return pos, rot
+
+    def _frame_in_com(self, body: int, pos, rot):
+        if body < 0:
+            return np.asarray(pos, float), _unit(rot)
+        cpos, crot = self.body_com_pos[body], self.body_com_rot[body]
+        inv = quat_conj(crot)
+        return quat_rotate(inv, np.asarray(pos, float) - cpos), quat_mul(inv, _unit(rot))
+
+    # ---------------------------------------------------------------- rows
+    def constraint_rows(self) -> RowTable:
+        """The generic constraint-row table for every joint (see docs/solver.md)."""
+        rows: list[tuple] = []
+        for j in range(self.joint_count):
+            b0, b1 = int(self.joint_body0[j]), int(self.joint_body1[j])
+            p0, q0 = self._frame_in_com(b0, self.joint_pos0[j], self.joint_rot0[j])
+            p1, q1 = self._frame_in_com(b1, self.joint_pos1[j], self.joint_rot1[j])
+
+            def add(kind, axis, mode, value=0.0, k=0.0, c=0.0, tv=0.0, fmax=np.inf, accel=0):
+                rows.append((j, kind, axis, mode, value, b0, b1, p0, q0, p1, q1, k, c, tv, fmax, accel))
+
+            if self.joint_is_distance[j]:
+                lo, hi = self.joint_dist_min[j], self.joint_dist_max[j]
+                if np.isfinite(lo) and np.isfinite(hi) and lo >= hi:
+                    add(ROW_DIST, 0, MODE_EQUAL, lo)
+                else:
+                    if np.isfinite(lo):
+                        add(ROW_DIST, 0, MODE_LOWER, lo)
+                    if np.isfinite(hi):
+                        add(ROW_DIST, 0, MODE_UPPER, hi)
+                continue
+            locked = self.joint_locked[j]
+            for a in range(3):  # translations along frame-0 axes
+                if locked[a]:
+                    add(ROW_LIN, a, MODE_EQUAL)
+            free_rot = [a for a in range(3) if not locked[3 + a]]
+            lock_rot = [a for a in range(3) if locked[3 + a]]
+            # locked rotations: keep axes of the two frames perpendicular (exact Jacobians)
+            if len(lock_rot) == 3:
+                for a, b in ((0, 1), (0, 2), (1, 2)):
+                    add(ROW_PERP, 3 * a + b, MODE_EQUAL)
+            elif len(lock_rot) == 2:
+                k = free_rot[0]
+                for i in lock_rot:
+                    add(ROW_PERP, 3 * k + i, MODE_EQUAL)
+            elif len(lock_rot) == 1:
+                i = lock_rot[0]  # Cardan: e0[i+1] stays perpendicular to e1[i+2]
+                add(ROW_PERP, 3 * ((i + 1) % 3) + (i + 2) % 3, MODE_EQUAL)
+            for d in range(6):
+                if locked[d]:
+                    continue
+                kind, axis = (ROW_LIN, d) if d < 3 else (ROW_TWIST, d - 3)
+                lo, hi = self.joint_lower[j, d], self.joint_upper[j, d]
+                if np.isfinite(lo):
+                    add(kind, axis, MODE_LOWER, lo)
+                if np.isfinite(hi):
+                    add(kind, axis, MODE_UPPER, hi)
+                k, c = self.joint_drive_stiffness[j, d], self.joint_drive_damping[j, d]
+                if k > 0 or c > 0:
+                    add(kind, axis, MODE_SOFT, self.joint_drive_target_pos[j, d], k, c,
+                        self.joint_drive_target_vel[j, d], self.joint_drive_max_force[j, d],
+                        int(self.joint_drive_accel[j, d]))
+        n = len(rows)
+        cols = list(zip(*rows)) if n else [[] for _ in range(16)]
+
+        def arr(i, dtype=float, shape=()):
+            return np.asarray(cols[i], dtype=dtype).reshape((n,) + shape)
+
+        return RowTable(
+            source=arr(0, np.int32), kind=arr(1, np.int32), axis=arr(2, np.int32), mode=arr(3, np.int32),
+            value=arr(4), b0=arr(5, np.int32), b1=arr(6, np.int32), p0=arr(7, shape=(3,)),
+            q0=arr(8, shape=(4,)), p1=arr(9, shape=(3,)), q1=arr(10, shape=(4,)), stiffness=arr(11),
+            damping=arr(12), target_vel=arr(13), max_force=arr(14), accel=arr(15, np.int32),
+        )
+
+
+def _unit(q) -> np.ndarray:
+    q = np.asarray(q, float).reshape(4)
+    n = np.linalg.norm(q)
+    if not np.isfinite(n) or n < 1e-12:
+        raise ValueError(f"quaternion {q} has no direction")
+    return q / n

@@ -1,0 +1,138 @@
+"""Small double-precision helpers shared by the solver kernels (Warp functions).
+
+Quaternions are wp.quatd, scalar last (x, y, z, w). Frames are (origin, orientation) in
+world coordinates; body index -1 is the world (identity pose).
+"""
+from __future__ import annotations
+
+import warp as wp
+
+wp.set_module_options({"enable_backward": False})
+
+# constraint-row kinds and modes: keep equal to usdphys.model ROW_* / MODE_*
+ROW_LIN = wp.constant(0)
+ROW_PERP = wp.constant(1)
+ROW_TWIST = wp.constant(2)
+ROW_DIST = wp.constant(3)
+MODE_EQUAL = wp.constant(0)
+MODE_LOWER = wp.constant(1)
+MODE_UPPER = wp.constant(2)
+MODE_SOFT = wp.constant(3)
+
+PI = wp.constant(wp.float64(3.141592653589793))
+TWO_PI = wp.constant(wp.float64(6.283185307179586))
+
+
+@wp.func
+def basis(i: int) -> wp.vec3d:
+    v = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    v[i] = wp.float64(1.0)
+    return v
+
+
+@wp.func
+def wrap_angle(a: wp.float64) -> wp.float64:
+    """Map an angle difference into (-pi, pi]."""
+    r = a
+    while r > PI:
+        r = r - TWO_PI
+    while r <= -PI:
+        r = r + TWO_PI
+    return r
+
+
+@wp.func
+def cmul(a: wp.vec3d, b: wp.vec3d) -> wp.vec3d:
+    return wp.vec3d(a[0] * b[0], a[1] * b[1], a[2] * b[2])
+
+
+@wp.func
+def cayley(v: wp.vec3d, h: wp.float64) -> wp.quatd:
+    """Rotation of the Cayley map of h*skew(v): axis v, angle 2 atan(h|v|/2)."""
+    half = v * (wp.float64(0.5) * h)
+    return wp.normalize(wp.quatd(half[0], half[1], half[2], wp.float64(1.0)))
+
+
+@wp.func
+def free_rotation(l: wp.vec3d, inertia: wp.vec3d, inv_inertia: wp.vec3d, h: wp.float64):
+    """One implicit-midpoint step of the torque-free Euler equations in the body frame.
+
+    l: angular momentum in the body (principal) frame at the step start. Solves
+    l+ = l + h (lm x I^-1 lm), lm = (l + l+)/2, by Newton. Returns (omega_mid, l+).
+    The midpoint rule conserves |l| and l.I^-1.l exactly (quadratic invariants), and
+    with the orientation update R+ = R cay(h omega_mid) the world momentum R l is
+    conserved exactly too: l+ = cay(-h omega_mid) l.
+    """
+    lp = l
+    eye = wp.identity(n=3, dtype=wp.float64)
+    scale = wp.length(l) + wp.float64(1.0e-300)
+    for it in range(8):
+        lm = wp.float64(0.5) * (l + lp)
+        om = cmul(inv_inertia, lm)
+        F = lp - l - h * wp.cross(lm, om)
+        if wp.length(F) <= wp.float64(1.0e-15) * scale:
+            break
+        dI = wp.mat33d(inv_inertia[0], wp.float64(0.0), wp.float64(0.0),
+                       wp.float64(0.0), inv_inertia[1], wp.float64(0.0),
+                       wp.float64(0.0), wp.float64(0.0), inv_inertia[2])
+        Jm = eye - (wp.float64(0.5) * h) * (wp.skew(lm) * dI - wp.skew(om))
+        lp = lp - wp.inverse(Jm) * F
+    lm2 = wp.float64(0.5) * (l + lp)
+    return cmul(inv_inertia, lm2), lp
+
+
+@wp.func
+def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1: wp.quatd,
+             x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d, r1: wp.quatd):
+    """Value g of one constraint row and its velocity Jacobian.
+
+    (x0, r0), (x1, r1): COM-frame poses of the two bodies (identity for the world);
+    (p0, q0), (p1, q1): the row's frames in those bodies. Returns
+    (g, jl0, ja0, jl1, ja1) with dg/dt = jl0.v0 + ja0.w0 + jl1.v1 + ja1.w1 (world frame).
+    """
+    P0 = x0 + wp.quat_rotate(r0, p0)
+    Q0 = r0 * q0
+    P1 = x1 + wp.quat_rotate(r1, p1)
+    Q1 = r1 * q1
+    z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    g = wp.float64(0.0)
+    jl0 = z
+    ja0 = z
+    jl1 = z
+    ja1 = z
+    if kind == ROW_LIN:
+        e = wp.quat_rotate(Q0, basis(axis))
+        d = P1 - P0
+        g = wp.dot(e, d)
+        jl0 = -e
+        ja0 = wp.cross(e, P1 - x0)
+        jl1 = e
+        ja1 = wp.cross(P1 - x1, e)
+    elif kind == ROW_PERP:
+        a = axis // 3
+        b = axis - 3 * a
+        u = wp.quat_rotate(Q0, basis(a))
+        v = wp.quat_rotate(Q1, basis(b))
+        g = wp.dot(u, v)
+        ja0 = wp.cross(u, v)
+        ja1 = -ja0
+    elif kind == ROW_TWIST:
+        i = (axis + 1) % 3
+        j = (axis + 2) % 3
+        k = wp.quat_rotate(Q0, basis(axis))
+        y1 = wp.quat_rotate(Q1, basis(i))
+        g = wp.atan2(wp.dot(y1, wp.quat_rotate(Q0, basis(j))), wp.dot(y1, wp.quat_rotate(Q0, basis(i))))
+        ja0 = -k
+        ja1 = k
+    else:  # ROW_DIST
+        d = P1 - P0
+        L = wp.length(d)
+        n = basis(0)
+        if L > wp.float64(1.0e-300):
+            n = d / L
+        g = L
+        jl0 = -n
+        ja0 = wp.cross(n, P0 - x0)
+        jl1 = n
+        ja1 = wp.cross(P1 - x1, n)
+    return g, jl0, ja0, jl1, ja1
