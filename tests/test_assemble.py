@@ -52,6 +52,14 @@ def conn(position, main_axis, normal):
     return hom(np.column_stack([x, np.cross(z, x), z]), position)
 
 
+def open_asset(relative):
+    """Open a shipped asset with every edit going to the session layer: the asset layers
+    are shared (USD's layer registry) and must never be dirtied by a test."""
+    stage = Usd.Stage.Open(str(ASSETS / relative))
+    stage.SetEditTarget(Usd.EditTarget(stage.GetSessionLayer()))
+    return stage
+
+
 def local(stage, path):
     return np.array(UsdGeom.Xformable(stage.GetPrimAtPath(path)).GetLocalTransformation(), float).T
 
@@ -93,7 +101,7 @@ SCENARIOS = [
 
 @pytest.mark.parametrize("filename,root,solved,expected", SCENARIOS, ids=["R", "S2", "S1"])
 def test_snap_rod_scenarios_match_spec_formula(filename, root, solved, expected):
-    stage = Usd.Stage.Open(str(ASSETS / "snap_rod" / filename))
+    stage = open_asset(f"snap_rod/{filename}")
     assert needs_assembly(stage)
     report = assemble(stage)
     target = f"{root}/{solved}"
@@ -111,7 +119,7 @@ def test_snap_rod_scenarios_match_spec_formula(filename, root, solved, expected)
 def test_all_undefined_forces_two_identities_in_spec_order():
     # World alone: S1, S2 and R all undefined on one mate's path (redundant): SNAP forces the
     # first undefined from connector0 (the rod) then RodParent, and solves S1 = A M^-1.
-    stage = Usd.Stage.Open(str(ASSETS / "snap_rod" / "world.usda"))
+    stage = open_asset("snap_rod/world.usda")
     report = assemble(stage)
     assert report.forced_identity == ["/World/rod_system/rod_system/rod", "/World/rod_system/rod_system"]
     assert [p.path for p in report.snapped] == ["/World/rod_system"]
@@ -278,7 +286,7 @@ def test_plain_joint_frames_act_as_connectors():
 
 
 def test_connector_joint_frames_are_authored_consistently():
-    stage = Usd.Stage.Open(str(ASSETS / "clock" / "clock.usda"))
+    stage = open_asset("clock/clock.usda")
     assemble(stage)
     for jp in ("/Clock/hand_pin", "/Clock/face_mount"):
         j = UsdPhysics.Joint(stage.GetPrimAtPath(jp))
@@ -312,7 +320,7 @@ def test_revolute_axis_x_is_put_on_the_main_axis():
 
 
 def test_clock_parts_sit_where_the_connectors_say():
-    stage = Usd.Stage.Open(str(ASSETS / "clock" / "clock.usda"))
+    stage = open_asset("clock/clock.usda")
     report = assemble(stage)
     assert [p.path for p in report.placed] == ["/Clock/Face", "/Clock/Hand"]  # dependency order
     # face: back centre on the wall point (0, 0, 1.5), front towards +X, twelve o'clock up
@@ -340,9 +348,8 @@ def test_normal_is_orthogonalised():
 
 
 def test_session_edit_target_leaves_root_layer_alone():
-    stage = Usd.Stage.Open(str(ASSETS / "clock" / "clock.usda"))
+    stage = open_asset("clock/clock.usda")
     root_text = stage.GetRootLayer().ExportToString()
-    stage.SetEditTarget(Usd.EditTarget(stage.GetSessionLayer()))
     assemble(stage)
     assert stage.GetRootLayer().ExportToString() == root_text
     assert not stage.GetRootLayer().dirty
@@ -364,13 +371,17 @@ def test_needs_assembly():
 
 
 # ---- bad input -------------------------------------------------------------------------
+def _layers_text(stage):
+    return stage.GetRootLayer().ExportToString(), stage.GetSessionLayer().ExportToString()
+
+
 def _expect_error(stage, *fragments):
-    before = stage.GetRootLayer().ExportToString()
+    before = _layers_text(stage)
     with pytest.raises(UsdphysError) as info:
         assemble(stage)
     for fragment in fragments:
         assert fragment in str(info.value), str(info.value)
-    assert stage.GetRootLayer().ExportToString() == before  # nothing half-authored
+    assert _layers_text(stage) == before  # nothing half-authored
     return str(info.value)
 
 
@@ -410,3 +421,15 @@ def test_mate_api_on_a_non_joint():
     s = chain_stage()
     s.GetPrimAtPath("/W/A").ApplyAPI("MbdMateAPI")
     _expect_error(s, "/W/A: MbdMateAPI applies to PhysicsJoint prims only")
+
+
+def test_transform_inside_an_instance_is_an_error_before_authoring():
+    stage = open_asset("snap_rod/world.usda")
+    stage.GetPrimAtPath("/World/rod_system").SetInstanceable(True)  # rod and RodParent become proxies
+    _expect_error(stage, "/World/rod_system/rod_system/rod: inside an instance")
+
+
+def test_reset_xform_stack_on_a_mate_path_is_an_error():
+    stage = open_asset("snap_rod/snap_rod.usda")
+    UsdGeom.Xformable(stage.GetPrimAtPath("/SnapRod/rod_system/rod_system")).SetResetXformStack(True)
+    _expect_error(stage, "/SnapRod/rod_system/rod_system: resets the transform stack")

@@ -333,6 +333,7 @@ class _Assembler:
         self.stage = stage
         self.solved: dict[Sdf.Path, np.ndarray] = {}
         self._local: dict[Sdf.Path, np.ndarray] = {}
+        self._sides_cache: dict[Sdf.Path, tuple] = {}
         self.report = AssemblyReport()
         self.mates: list[_Mate] = []
         self._read_mates()
@@ -498,8 +499,11 @@ class _Assembler:
 
     # ---- SNAP -------------------------------------------------------------------------
     def _sides(self, mate: _Mate):
-        g = mate.a.owner.GetCommonPrefix(mate.b.owner)
-        return g, self.chain(mate.a.owner, g), self.chain(mate.b.owner, g)
+        """(G, frames from connector0's owner to G, frames from connector1's owner to G)."""
+        if mate.joint not in self._sides_cache:
+            g = mate.a.owner.GetCommonPrefix(mate.b.owner)
+            self._sides_cache[mate.joint] = (g, self.chain(mate.a.owner, g), self.chain(mate.b.owner, g))
+        return self._sides_cache[mate.joint]
 
     def _in_g(self, end: _End, frames: list[Sdf.Path]) -> np.ndarray:
         return self._product(frames) @ end.local
@@ -604,6 +608,13 @@ class _Assembler:
 
     # ---- authoring --------------------------------------------------------------------
     def author(self) -> None:
+        for placement in self.report.placed:  # check all before writing anything
+            if self._prim(Sdf.Path(placement.path)).IsInstanceProxy():
+                raise UsdphysError(
+                    f"{placement.path}: inside an instance (instanceable prim); SNAP cannot author "
+                    "its transform. Author xformOpOrder on it in the asset or make the instance "
+                    "non-instanceable"
+                )
         for placement in self.report.placed:
             self._author_xform(Sdf.Path(placement.path), placement.transform)
         done = []
@@ -628,11 +639,6 @@ class _Assembler:
 
     def _author_xform(self, path: Sdf.Path, m: np.ndarray) -> None:
         prim = self._prim(path)
-        if prim.IsInstanceProxy():
-            raise UsdphysError(
-                f"{path}: inside an instance (instanceable prim); SNAP cannot author its transform. "
-                "Author xformOpOrder on it in the asset or make the instance non-instanceable"
-            )
         xf = UsdGeom.Xformable(prim)
         precision = UsdGeom.XformOp.PrecisionDouble
         if _is_rigid(m):
