@@ -433,3 +433,13 @@ def test_reset_xform_stack_on_a_mate_path_is_an_error():
     stage = open_asset("snap_rod/snap_rod.usda")
     UsdGeom.Xformable(stage.GetPrimAtPath("/SnapRod/rod_system/rod_system")).SetResetXformStack(True)
     _expect_error(stage, "/SnapRod/rod_system/rod_system: resets the transform stack")
+
+
+def test_broken_plain_joint_is_listed_as_ignored_not_fatal():
+    s = chain_stage()
+    j = UsdPhysics.RevoluteJoint.Define(s, "/W/plain")
+    j.CreateBody0Rel().SetTargets(["/W/A", "/W/B"])
+    report = assemble(s)
+    assert report.complete
+    assert report.ignored == [("/W/plain", "unusable frames: /W/plain: physics:body0 has 2 targets; expected at most one")]
+    assert "ignored  /W/plain" in report.summary()

@@ -482,7 +482,13 @@ class _Assembler:
                 b, cb = self._connector_end(prim, 1, axis)
                 connectors = (ca, cb)
             else:
-                a, b = self._plain_end(joint, 0), self._plain_end(joint, 1)
+                try:
+                    a, b = self._plain_end(joint, 0), self._plain_end(joint, 1)
+                except UsdphysError as exc:
+                    # A plain joint's own problems are `usdphys check`'s business: it just
+                    # cannot place anything (listed as ignored, never silently).
+                    self.report.ignored.append((str(jp), f"unusable frames: {exc}"))
+                    continue
                 connectors = None
             why = None
             enabled = joint.GetJointEnabledAttr().Get()
