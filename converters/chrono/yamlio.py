@@ -57,9 +57,12 @@ class Doc:
     raw: dict = field(default_factory=dict)  # path tuple -> raw scalar text
 
     def line(self, path: Path_) -> int | None:
-        """Line of the value at path, or of the nearest enclosing node that exists."""
+        """Line of the field at path (its key when it has one), or of the nearest enclosing
+        field that exists (a missing field is reported at its parent's key)."""
         path = tuple(path)
         while True:
+            if path in self.key_lines:
+                return self.key_lines[path]
             if path in self.lines:
                 return self.lines[path]
             if not path:
