@@ -656,7 +656,8 @@ class _Converter:
                 mesh = read_obj(fpath)
                 self._mesh_prim(mpath, mesh.points, mesh.triangles)
             elif suffix in (".usd", ".usda", ".usdc", ".usdz"):
-                UsdGeom.Xform.Define(self.stage, mpath).GetPrim().GetReferences().AddReference(str(fpath.resolve()))
+                # typeless def: the referenced prim's type composes through (absolute asset path)
+                self.stage.DefinePrim(mpath).GetReferences().AddReference(str(fpath.resolve()))
             else:
                 self.warn(self.doc.warning_text(yp + ("visualization", "model_file"),
                                                 f"{fpath.suffix} model files are not converted (OBJ or USD only)"))
