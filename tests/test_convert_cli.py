@@ -97,3 +97,30 @@ def test_mesh_visual_pose_and_scale(tmp_path):
     prim = stage.GetPrimAtPath("/vis/Bodies/b/Visual/mesh_0")
     m = UsdGeom.Xformable(prim).ComputeLocalToWorldTransform(Usd.TimeCode.Default())
     assert tuple(m.Transform((1, 0, 0))) == pytest.approx((1, 4, 3))  # scaled x2, turned 90 deg about Z, moved
+
+
+def test_relative_data_path_follows_the_simulation_file(tmp_path):
+    # conventions doc: RELATIVE = <simulation file folder>/<root>/<file>; no simulation file:
+    # the model file's folder.
+    (tmp_path / "models").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "tri.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n")
+    (tmp_path / "models" / "model.yaml").write_text(textwrap.dedent("""\
+        chrono-version: 10.0
+        model:
+          name: rel
+          data_path: {type: RELATIVE, root: data}
+          bodies:
+            - name: b
+              location: [0, 0, 0]
+              fixed: true
+              visualization: {model_file: tri.obj}
+        """))
+    (tmp_path / "sim.yaml").write_text("chrono-version: 10.0\ntype: MBS\nmodel: models/model.yaml\n")
+    stage = convert(tmp_path / "sim.yaml", [])
+    assert stage.GetPrimAtPath("/rel/Bodies/b/Visual/model_file").GetTypeName() == "Mesh"
+    from usdphys.errors import UsdphysError
+
+    with pytest.raises(UsdphysError, match=r"model\.yaml:9: model\.bodies\[0\]\.visualization\.model_file: "
+                                           r"file not found: .*models/data/tri\.obj"):
+        convert(tmp_path / "models" / "model.yaml")

@@ -169,7 +169,8 @@ class _Converter:
         if not isinstance(doc.data, dict):
             raise doc.error((), "expected a mapping at the top level (a Chrono model or simulation file)")
         self.sim = {"gravity": None, "time_step": None, "end_time": None, "contact_method": None}
-        self.sim_doc: Doc | None = None
+        self.sim_doc: Doc | None = None  # any simulation file: the scene gets MbdSimulationAPI
+        self.mbs_doc: Doc | None = None  # the MBS simulation file: base of a RELATIVE data_path
         self.extra_layer_data: dict = {}
         data = doc.data
         if "type" in data:
@@ -212,6 +213,7 @@ class _Converter:
     def _read_mbs_simulation(self, doc: Doc) -> Doc:
         self._warn_unknown(doc, validate(doc, "simulation.schema.json", "mbs_simulation"))
         self.sim_doc = self.sim_doc or doc
+        self.mbs_doc = doc
         self._read_simulation_block(doc)
         self.extra_layer_data["chronoSimulationFile"] = doc.path.name
         if "solver" in doc.data:
@@ -300,8 +302,12 @@ class _Converter:
         if "bodies" not in model:
             self.warn(f"{doc.where(('model',))}: model has no rigid bodies (FEA only): the stage is empty "
                       "but for the physics scene")
+        version = doc.raw.get(("chrono-version",))
         if "chrono-version" not in data:
             self.warn(f"{doc.where(())}: no chrono-version (Chrono's parser requires it)")
+        elif str(version).split(".")[0] != "10":
+            self.warn(f"{doc.where(('chrono-version',))}: chrono-version {version}: usdphys follows the "
+                      "format of Chrono 10's parser")
         self.doc = doc
         self.deg = bool(model.get("angle_degrees", True))
         self.model = model
@@ -420,7 +426,7 @@ class _Converter:
     def _data_file(self, filename: str, ypath: tuple) -> Path:
         dp = self.model.get("data_path")
         if dp and str(dp["type"]).upper() == "RELATIVE":
-            base = (self.sim_doc.path.parent if self.sim_doc is not None else self.doc.path.parent)
+            base = (self.mbs_doc.path.parent if self.mbs_doc is not None else self.doc.path.parent)
             p = base / dp.get("root", ".") / filename
         else:
             p = Path(filename)  # ABSOLUTE: as written (a relative one is relative to the working folder)
