@@ -4,6 +4,10 @@ The solver sees only a usdphys.model.Model (flat numpy arrays); it never imports
 `Solver(model, device).run(frames, substeps, dt)` returns COM-frame poses per output frame.
 See docs/solver.md for the method.
 """
-from usdphys.solver.driver import Solver, SolverRun
+import warp as wp
+
+wp.config.quiet = True  # no banner on the CLI; set before Warp initialises
+
+from usdphys.solver.driver import Solver, SolverRun  # noqa: E402
 
 __all__ = ["Solver", "SolverRun"]

@@ -1,0 +1,152 @@
+"""Results -> a NEW USD layer that sublayers the input and holds only body time samples.
+
+For every simulated body prim the layer has an `over` with
+    double3 xformOp:translate.timeSamples, quatd xformOp:orient.timeSamples
+    uniform token[] xformOpOrder = [(!resetXformStack!,) translate, orient, (scale)]
+Local transforms account for the parent's (possibly simulated) world transform; an
+authored xformOp:scale is kept as it is, a scale hidden in another op (matrix, etc.) is
+re-authored as xformOp:scale. Time code = frame index; timeCodesPerSecond =
+framesPerSecond = fps. The input's stage metadata (upAxis, metersPerUnit,
+kilogramsPerUnit, defaultPrim) is repeated because USD reads it from the root layer only.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
+
+from usdphys.errors import UsdphysError
+from usdphys.fileio import check_output_path, export_layer_atomic
+from usdphys.model import quat_mul, quat_to_matrix
+
+
+def _np_mat(m) -> np.ndarray:
+    """Gf.Matrix4d (row-vector convention) -> 4x4 numpy in column convention."""
+    return np.array(m, dtype=float).T
+
+
+def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, orientations: np.ndarray,
+                fps: float, output_path: str | os.PathLike, meters_per_unit: float) -> Sdf.Layer:
+    """Layer for one world: positions (F, B, 3) metres, orientations (F, B, 4) xyzw, world prim frames."""
+    root = stage.GetRootLayer()
+    if root.anonymous or not root.realPath:
+        raise UsdphysError("writing a result needs a stage opened from a file (the result sublayers it)")
+    out_dir = Path(output_path).resolve().parent
+    sub = os.path.relpath(root.realPath, out_dir)
+    if not sub.startswith("."):
+        sub = "./" + sub
+    frames = positions.shape[0]
+    layer = Sdf.Layer.CreateAnonymous(".usda")
+    layer.subLayerPaths.append(sub.replace(os.sep, "/"))
+    layer.timeCodesPerSecond = fps
+    layer.framesPerSecond = fps
+    layer.startTimeCode = 0
+    layer.endTimeCode = frames - 1
+    pr = layer.pseudoRoot
+    pr.SetInfo("upAxis", UsdGeom.GetStageUpAxis(stage))
+    pr.SetInfo("metersPerUnit", float(UsdGeom.GetStageMetersPerUnit(stage)))
+    pr.SetInfo("kilogramsPerUnit", float(UsdPhysics.GetStageKilogramsPerUnit(stage)))
+    if root.defaultPrim:
+        layer.defaultPrim = root.defaultPrim
+    layer.comment = "usdphys simulate: body transforms as time samples over the sublayered input"
+
+    cache = UsdGeom.XformCache(Usd.TimeCode.Default())
+    index = {p: i for i, p in enumerate(body_paths)}
+    inv_mpu = 1.0 / meters_per_unit
+    # world affine per body per frame (stage units, column convention, with the body's scale)
+    world_aff: dict[str, np.ndarray] = {}
+    order = sorted(body_paths, key=lambda p: p.count("/"))
+    for path in order:
+        prim = stage.GetPrimAtPath(path)
+        if not prim:
+            raise UsdphysError(f"{path}: body prim not found in the input stage")
+        i = index[path]
+        m0 = _np_mat(cache.GetLocalToWorldTransform(prim))
+        lin0 = m0[:3, :3]
+        pos = positions[:, i] * inv_mpu
+        rot = orientations[:, i]
+        R = quat_to_matrix(rot)  # (F, 3, 3)
+        R0 = R[0]
+        # world linear part keeps the authored scale: R(t) R(0)^T L0
+        lin = R @ (R0.T @ lin0)
+        aff = np.zeros((frames, 4, 4))
+        aff[:, :3, :3] = lin
+        aff[:, :3, 3] = pos
+        aff[:, 3, 3] = 1.0
+        world_aff[path] = aff
+
+        xf = UsdGeom.Xformable(prim)
+        reset = bool(xf.GetResetXformStack()) if xf else False
+        # parent world transform per frame
+        parent = prim.GetParent()
+        anc = parent
+        sim_anc = None
+        while anc and not anc.IsPseudoRoot():
+            if str(anc.GetPath()) in world_aff:
+                sim_anc = str(anc.GetPath())
+                break
+            anc = anc.GetParent()
+        if reset:
+            P = np.broadcast_to(np.eye(4), (frames, 4, 4))
+        elif sim_anc is None:
+            P = np.broadcast_to(_np_mat(cache.GetLocalToWorldTransform(parent)), (frames, 4, 4))
+        else:
+            A0 = _np_mat(cache.GetLocalToWorldTransform(stage.GetPrimAtPath(sim_anc)))
+            rel = np.linalg.inv(A0) @ _np_mat(cache.GetLocalToWorldTransform(parent))
+            P = world_aff[sim_anc] @ rel
+        local = np.linalg.inv(P) @ aff
+        t_local = local[:, :3, 3]
+        # rotation of the local linear part (polar; scale kept separately)
+        lin_local = local[:, :3, :3]
+        u, _, vt = np.linalg.svd(lin_local)
+        rl = u @ vt
+        flip = np.linalg.det(rl) < 0
+        if np.any(flip):
+            u[flip, :, -1] *= -1
+            rl = u @ vt
+        q_local = _quats_from_mats(rl)
+
+        spec = Sdf.CreatePrimInLayer(layer, path)
+        spec.specifier = Sdf.SpecifierOver
+        t_attr = Sdf.AttributeSpec(spec, "xformOp:translate", Sdf.ValueTypeNames.Double3)
+        o_attr = Sdf.AttributeSpec(spec, "xformOp:orient", Sdf.ValueTypeNames.Quatd)
+        for f in range(frames):
+            layer.SetTimeSample(t_attr.path, float(f), Gf.Vec3d(*t_local[f]))
+            x, y, z, w = q_local[f]
+            layer.SetTimeSample(o_attr.path, float(f), Gf.Quatd(float(w), float(x), float(y), float(z)))
+        ops = (["!resetXformStack!"] if reset else []) + ["xformOp:translate", "xformOp:orient"]
+        local0 = _np_mat(xf.GetLocalTransformation(Usd.TimeCode.Default())) if xf else np.eye(4)
+        scale = np.linalg.norm(local0[:3, :3], axis=0)
+        has_scale_op = prim.HasAttribute("xformOp:scale")
+        if has_scale_op:
+            ops.append("xformOp:scale")
+        elif np.any(np.abs(scale - 1.0) > 1e-9):
+            s_attr = Sdf.AttributeSpec(spec, "xformOp:scale", Sdf.ValueTypeNames.Double3)
+            s_attr.default = Gf.Vec3d(*scale)
+            ops.append("xformOp:scale")
+        order_attr = Sdf.AttributeSpec(spec, "xformOpOrder", Sdf.ValueTypeNames.TokenArray,
+                                       Sdf.VariabilityUniform)
+        order_attr.default = Vt.TokenArray(ops)
+    return layer
+
+
+def _quats_from_mats(m: np.ndarray) -> np.ndarray:
+    from usdphys.model import matrix_to_quat
+
+    q = np.array([matrix_to_quat(mi) for mi in m])
+    # keep a continuous sign (no 360-degree jumps when a viewer interpolates)
+    for f in range(1, len(q)):
+        if np.dot(q[f], q[f - 1]) < 0:
+            q[f] = -q[f]
+    return q
+
+
+def write_result(stage: Usd.Stage, body_paths, positions, orientations, fps, output_path, meters_per_unit,
+                 input_path=None) -> Path:
+    """Build the layer and write it atomically; never overwrites the input."""
+    out = check_output_path(output_path, input_path or stage.GetRootLayer().realPath)
+    layer = build_layer(stage, body_paths, positions, orientations, fps, out, meters_per_unit)
+    export_layer_atomic(layer, out)
+    return out
