@@ -6,7 +6,7 @@ See docs/solver.md for the method.
 """
 import warp as wp
 
-wp.config.quiet = True  # no banner on the CLI; set before Warp initialises
+wp.config.log_level = getattr(wp, "LOG_WARNING", 30)  # no banner / module-load lines on the CLI
 
 from usdphys.solver.driver import Solver, SolverRun  # noqa: E402
 

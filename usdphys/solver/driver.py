@@ -45,7 +45,6 @@ def _arr(data, dtype, device, shape=None):
 
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL):
-        wp.config.quiet = True
         wp.init()
         self.model = model
         try:
@@ -77,6 +76,8 @@ class Solver:
                 return np.zeros((n, width) if width else (n,), dtype=a.dtype)
             return a
 
+        self._inv_mass = pad(inv_mass, Bn, 0)
+        self._started = False
         m.inv_mass = _arr(pad(inv_mass, Bn, 0), wp.float64, dev)
         m.inertia = _arr(pad(np.where(inertia > 0, inertia, 1.0), Bn, 3), wp.vec3d, dev)
         m.inv_inertia = _arr(pad(inv_inertia, Bn, 3), wp.vec3d, dev)
@@ -140,6 +141,15 @@ class Solver:
         out_rot = wp.zeros((frames + 1, W, Bn), dtype=wp.quatd, device=dev)
         h = wp.float64(dt)
         tol = wp.float64(self.tol)
+        if not self._started:
+            # Leapfrog start: the velocity the step uses is the half-step velocity v(-h/2) =
+            # v(0) - h/2 g (dynamic bodies). Without it positions lag by g t h / 2 (first
+            # order); with it free fall is exact and the scheme is Stormer-Verlet.
+            vel = self.st.vel.numpy()
+            dyn = (self._inv_mass > 0)[None, :B]
+            vel[:, :B] -= np.where(dyn[..., None], 0.5 * dt * np.asarray(self.model.gravity, float), 0.0)
+            self.st.vel.assign(vel)
+            self._started = True
         wp.launch(K.assemble_worlds, dim=W, inputs=[self.m, self.st, self.sc, self.dg, tol, out_pos, out_rot],
                   device=dev)
         self._report_assembly()
@@ -171,6 +181,12 @@ class Solver:
         pos = out_pos.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
         rot = out_rot.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
         return SolverRun(pos=pos, rot=rot, max_constraint_error=self.dg.max_error.numpy().copy())
+
+    def state(self):
+        """Current COM-frame state as numpy: pos, rot (xyzw), vel (half-step), omega; each (W, B, k)."""
+        B = self.B
+        return (self.st.pos.numpy()[:, :B], self.st.rot.numpy()[:, :B], self.st.vel.numpy()[:, :B],
+                self.st.omega.numpy()[:, :B])
 
     # ------------------------------------------------------------------
     def _row_source(self, row: int) -> str:
