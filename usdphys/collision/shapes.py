@@ -1,0 +1,608 @@
+"""Collision shapes from a USD stage into a flat NumPy shape table (SI units).
+
+Every prim with `PhysicsCollisionAPI` becomes one row of a `ShapeTable`:
+
+- owner: the nearest ancestor (or the prim itself) with `PhysicsRigidBodyAPI`, mapped to a
+  model body index by the caller's `body_index(body_prim_path) -> int`; no such ancestor, or
+  an index < 0, means the world (a static collider, posed in world coordinates).
+- pose: relative to the owner's *rigid frame* (`rigid_frame` of its local-to-world matrix:
+  translation plus the orthonormalised rotation, scale removed). Intermediate xforms and
+  scale are accounted for; scale is baked into the dimensions (non-uniform scale where the
+  shape allows it: box axes, capsule/cylinder length; meshes take any affine map).
+- canonical shape frame: capsule and cylinder axis, and plane normal, along local +Z.
+- dimensions in metres (stage `metersPerUnit`), see `ShapeTable.dims`.
+
+USD stays here: the narrow phase only sees the arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
+
+from usdphys.errors import UsdphysError, warn
+
+SHAPE_PLANE = 0
+SHAPE_SPHERE = 1
+SHAPE_CAPSULE = 2
+SHAPE_BOX = 3
+SHAPE_CYLINDER = 4
+SHAPE_CONVEX = 5
+SHAPE_NAMES = ("plane", "sphere", "capsule", "box", "cylinder", "convex")
+
+# Used when a collider has no physics material bound (UsdPhysics leaves the default material
+# to the engine; these match PhysX's default material). A material bound with purpose
+# "physics" to the PhysicsScene prim replaces them.
+DEFAULT_STATIC_FRICTION = 0.5
+DEFAULT_DYNAMIC_FRICTION = 0.5
+DEFAULT_RESTITUTION = 0.0
+# MbdContactMaterialAPI fallbacks (Chrono SMC defaults), used without that API too.
+DEFAULT_YOUNG_MODULUS = 2e7
+DEFAULT_POISSON_RATIO = 0.3
+
+# Scale factors equal within this relative tolerance count as equal (float attributes carry
+# ~7 digits; 1e-6 accepts float round-off and nothing a person would author on purpose).
+_SCALE_RTOL = 1e-6
+
+
+@dataclass
+class ShapeTable:
+    """Flat shape table; row s describes shape s. All lengths in metres.
+
+    type[s]            int32    SHAPE_* code
+    body[s]            int32    model body index, -1 = world (static collider)
+    local_pos[s]       (3,)     shape frame origin in the owner's rigid frame (world if -1)
+    local_rot[s]       (4,)     shape frame rotation, quaternion (x, y, z, w) as Warp's quat
+    dims[s]            (3,)     plane: (0, 0, 0); sphere: (r, 0, 0); capsule: (r, h, 0) with
+                                h the half-length of the core segment along Z; box: half
+                                extents (hx, hy, hz); cylinder: (r, h, 0), h = half height;
+                                convex: (0, 0, 0)
+    vert_start[s], vert_count[s]  rows of `verts` (convex only; 0, 0 otherwise)
+    verts[v]           (3,)     convex vertices in the shape frame (scale baked in), metres
+    contact_radius[s]  float64  sweep radius around the shape (MbdCollisionAPI), metres
+    bound_radius[s]    float64  bounding sphere about the shape origin incl. contact_radius;
+                                inf for planes
+    static_friction, dynamic_friction, restitution [s]   dimensionless
+    density[s]         kg/m^3 (0 = unauthored: body mass comes from MassAPI)
+    young_modulus[s]   Pa, poisson_ratio[s]
+    normal_stiffness, tangential_stiffness [s]  N/m; normal_damping, tangential_damping [s]
+                                N s/m; NaN = not authored (derive from Young/Poisson)
+    collision_enabled[s] bool   physics:collisionEnabled
+    groups[s]          tuple of collision-group indices the shape belongs to
+    group_paths[g]     collision group prim paths (after mergeGroup merging: first path)
+    group_no_collide   bool (G, G): True where groups g and h must not collide
+    filtered_pairs     set of (i, j), i < j: shape pairs PhysicsFilteredPairsAPI disables
+    """
+
+    paths: list = field(default_factory=list)
+    type: np.ndarray = None
+    body: np.ndarray = None
+    local_pos: np.ndarray = None
+    local_rot: np.ndarray = None
+    dims: np.ndarray = None
+    vert_start: np.ndarray = None
+    vert_count: np.ndarray = None
+    verts: np.ndarray = None
+    contact_radius: np.ndarray = None
+    bound_radius: np.ndarray = None
+    static_friction: np.ndarray = None
+    dynamic_friction: np.ndarray = None
+    restitution: np.ndarray = None
+    density: np.ndarray = None
+    young_modulus: np.ndarray = None
+    poisson_ratio: np.ndarray = None
+    normal_stiffness: np.ndarray = None
+    normal_damping: np.ndarray = None
+    tangential_stiffness: np.ndarray = None
+    tangential_damping: np.ndarray = None
+    material_paths: list = field(default_factory=list)
+    collision_enabled: np.ndarray = None
+    groups: list = field(default_factory=list)
+    group_paths: list = field(default_factory=list)
+    group_no_collide: np.ndarray = None
+    filtered_pairs: set = field(default_factory=set)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def index(self, path: str) -> int:
+        return self.paths.index(str(path))
+
+
+# ----------------------------------------------------------------------------------------
+# frames
+# ----------------------------------------------------------------------------------------
+def rigid_frame(matrix) -> np.ndarray:
+    """The rigid frame of a USD local-to-world matrix (row-vector convention): same origin,
+    rotation rows = X axis normalised, Y axis orthogonalised to it, Z = X x Y. Scale (also
+    negative) and shear are dropped. The model's body frame must be this frame."""
+    m = np.array(matrix, dtype=np.float64).reshape(4, 4)
+    x = m[0, :3]
+    y = m[1, :3]
+    nx = np.linalg.norm(x)
+    if nx == 0.0:
+        raise ValueError("degenerate transform (zero scale)")
+    x = x / nx
+    y = y - np.dot(y, x) * x
+    ny = np.linalg.norm(y)
+    if ny == 0.0:
+        raise ValueError("degenerate transform (zero scale)")
+    y = y / ny
+    out = np.eye(4)
+    out[0, :3] = x
+    out[1, :3] = y
+    out[2, :3] = np.cross(x, y)
+    out[3, :3] = m[3, :3]
+    return out
+
+
+def quat_from_matrix(r: np.ndarray) -> np.ndarray:
+    """Quaternion (x, y, z, w) of a proper rotation matrix in column-vector convention."""
+    t = np.trace(r)
+    if t > 0.0:
+        s = np.sqrt(t + 1.0) * 2.0
+        q = [(r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s, 0.25 * s]
+    elif r[0, 0] > r[1, 1] and r[0, 0] > r[2, 2]:
+        s = np.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2]) * 2.0
+        q = [0.25 * s, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s, (r[2, 1] - r[1, 2]) / s]
+    elif r[1, 1] > r[2, 2]:
+        s = np.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2]) * 2.0
+        q = [(r[0, 1] + r[1, 0]) / s, 0.25 * s, (r[1, 2] + r[2, 1]) / s, (r[0, 2] - r[2, 0]) / s]
+    else:
+        s = np.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1]) * 2.0
+        q = [(r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s, (r[1, 0] - r[0, 1]) / s]
+    q = np.array(q)
+    q /= np.linalg.norm(q)
+    return q if q[3] >= 0.0 else -q
+
+
+_AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
+
+
+def _decompose(path: str, a: np.ndarray, axis: int | None):
+    """Split the 3x3 linear part `a` (rows = images of the shape's local axes) into a
+    rotation (column convention, columns = canonical shape axes, the principal `axis` last
+    as Z) and per-axis positive scales in the same canonical order."""
+    s = np.linalg.norm(a, axis=1)
+    if np.any(s == 0.0):
+        raise UsdphysError(f"{path}: zero scale in its transform (xformOp:scale): cannot collide")
+    u = a / s[:, None]
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        if abs(np.dot(u[i], u[j])) > 1e-6:
+            raise UsdphysError(
+                f"{path}: its transform relative to its rigid body is sheared (a non-uniform "
+                "xformOp:scale under a rotation), which this shape cannot represent"
+            )
+    if np.linalg.det(u) < 0.0:  # mirror: flip an axis the shape is symmetric about
+        k = 0 if axis is None else (axis + 1) % 3
+        u[k] = -u[k]
+    order = [0, 1, 2] if axis is None else [(axis + 1) % 3, (axis + 2) % 3, axis]
+    rot = u[order].T  # columns: shape X, Y, Z in the parent frame
+    return rot, s[order]
+
+
+def _equal(a: float, b: float) -> bool:
+    return abs(a - b) <= _SCALE_RTOL * max(abs(a), abs(b))
+
+
+# ----------------------------------------------------------------------------------------
+# reader
+# ----------------------------------------------------------------------------------------
+def _attr(prim, name, default=None):
+    a = prim.GetAttribute(name)
+    if not a or not a.HasValue():
+        return default
+    return a.Get()
+
+
+def _positive(path, name, value):
+    if value is None or not np.isfinite(value) or value < 0.0:
+        raise UsdphysError(f"{path}: {name} must be a finite value >= 0, got {value!r}")
+    return float(value)
+
+
+class _Reader:
+    def __init__(self, stage, body_index, time):
+        self.stage = stage
+        self.body_index = body_index
+        self.time = time
+        self.mpu = float(UsdGeom.GetStageMetersPerUnit(stage))
+        self.kpu = float(UsdPhysics.GetStageKilogramsPerUnit(stage))
+        self.xf = UsdGeom.XformCache(time)
+        self.rows = []
+        self.verts = []
+        self.nverts = 0
+        self.warned = set()
+        self.default_material = None
+        for prim in stage.Traverse():
+            if prim.IsA(UsdPhysics.Scene):
+                mat = self._bound_material(prim)
+                if mat is not None:
+                    self.default_material = mat
+                break
+
+    def _warn(self, path, msg):
+        if path not in self.warned:
+            self.warned.add(path)
+            warn(f"{path}: {msg}")
+
+    # -- owner body ----------------------------------------------------------------------
+    def owner(self, prim):
+        p = prim
+        while p and not p.IsPseudoRoot():
+            if p.HasAPI(UsdPhysics.RigidBodyAPI):
+                idx = int(self.body_index(str(p.GetPath())))
+                return (idx, p) if idx >= 0 else (-1, None)
+            p = p.GetParent()
+        return -1, None
+
+    # -- material ------------------------------------------------------------------------
+    def _bound_material(self, prim):
+        mat, _rel = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial(UsdShade.Tokens.physics)
+        if not mat:
+            return None
+        mprim = mat.GetPrim()
+        if not mprim.HasAPI(UsdPhysics.MaterialAPI):
+            self._warn(str(mprim.GetPath()), "material bound for physics has no PhysicsMaterialAPI: "
+                       "default friction and restitution used")
+            return None
+        return mprim
+
+    def material(self, prim):
+        mprim = self._bound_material(prim) or self.default_material
+        out = {
+            "path": None,
+            "static_friction": DEFAULT_STATIC_FRICTION,
+            "dynamic_friction": DEFAULT_DYNAMIC_FRICTION,
+            "restitution": DEFAULT_RESTITUTION,
+            "density": 0.0,
+            "young_modulus": DEFAULT_YOUNG_MODULUS,
+            "poisson_ratio": DEFAULT_POISSON_RATIO,
+            "normal_stiffness": np.nan,
+            "normal_damping": np.nan,
+            "tangential_stiffness": np.nan,
+            "tangential_damping": np.nan,
+        }
+        if mprim is None:
+            return out
+        mp = str(mprim.GetPath())
+        out["path"] = mp
+        api = UsdPhysics.MaterialAPI(mprim)
+        sf = api.GetStaticFrictionAttr().Get()
+        df = api.GetDynamicFrictionAttr().Get()
+        out["static_friction"] = _positive(mp, "physics:staticFriction", sf)
+        out["dynamic_friction"] = _positive(mp, "physics:dynamicFriction", df)
+        if not api.GetStaticFrictionAttr().HasAuthoredValue() and api.GetDynamicFrictionAttr().HasAuthoredValue():
+            out["static_friction"] = out["dynamic_friction"]  # only the dynamic one authored
+        r = _positive(mp, "physics:restitution", api.GetRestitutionAttr().Get())
+        if r > 1.0:
+            raise UsdphysError(f"{mp}: physics:restitution must be in [0, 1], got {r}")
+        out["restitution"] = r
+        # density: mass / distance^3 in stage units -> kg/m^3
+        out["density"] = _positive(mp, "physics:density", api.GetDensityAttr().Get()) * self.kpu / self.mpu**3
+        if mprim.HasAPI("MbdContactMaterialAPI"):
+            pressure = self.kpu / self.mpu  # (kg m / s^2) / m^2 in stage units -> Pa
+            out["young_modulus"] = _positive(mp, "mbd:youngModulus", _attr(mprim, "mbd:youngModulus", DEFAULT_YOUNG_MODULUS)) * pressure
+            nu = _attr(mprim, "mbd:poissonRatio", DEFAULT_POISSON_RATIO)
+            if nu is None or not (0.0 <= nu < 0.5):
+                raise UsdphysError(f"{mp}: mbd:poissonRatio must be in [0, 0.5), got {nu!r}")
+            out["poisson_ratio"] = float(nu)
+            for key, name in (("normal_stiffness", "mbd:normalStiffness"), ("normal_damping", "mbd:normalDamping"),
+                              ("tangential_stiffness", "mbd:tangentialStiffness"),
+                              ("tangential_damping", "mbd:tangentialDamping")):
+                a = mprim.GetAttribute(name)
+                if a and a.HasAuthoredValue():
+                    # force/distance and force*s/distance: both scale by kilogramsPerUnit
+                    out[key] = _positive(mp, name, a.Get()) * self.kpu
+        return out
+
+    # -- geometry ------------------------------------------------------------------------
+    def relative_matrix(self, prim, body_prim):
+        m = np.array(self.xf.GetLocalToWorldTransform(prim), dtype=np.float64)
+        if body_prim is None:
+            return m
+        try:
+            rb = rigid_frame(self.xf.GetLocalToWorldTransform(body_prim))
+        except ValueError:
+            raise UsdphysError(f"{body_prim.GetPath()}: rigid body transform has zero scale") from None
+        return m @ np.linalg.inv(rb)
+
+    def shape(self, prim):
+        path = str(prim.GetPath())
+        body, body_prim = self.owner(prim)
+        rel = self.relative_matrix(prim, body_prim)
+        a, t = rel[:3, :3], rel[3, :3] * self.mpu
+        mpu = self.mpu
+        geo = None  # (type, rot, dims, verts or None, pos)
+        if prim.IsA(UsdGeom.Sphere):
+            rot, s = _decompose(path, a, None)
+            if not (_equal(s[0], s[1]) and _equal(s[0], s[2])):
+                raise UsdphysError(f"{path}: a sphere collider needs a uniform scale (xformOp:scale "
+                                   f"along its path), got scale factors {tuple(float(x) for x in s)}")
+            r = _positive(path, "radius", _attr(prim, "radius", 1.0)) * s[0] * mpu
+            geo = (SHAPE_SPHERE, rot, (r, 0.0, 0.0), None, t)
+        elif prim.IsA(UsdGeom.Cube):
+            rot, s = _decompose(path, a, None)
+            h = 0.5 * _positive(path, "size", _attr(prim, "size", 2.0)) * mpu
+            geo = (SHAPE_BOX, rot, tuple(h * s), None, t)
+        elif prim.IsA(UsdGeom.Capsule) or prim.IsA(UsdGeom.Cylinder) or prim.IsA(UsdGeom.Capsule_1) \
+                or prim.IsA(UsdGeom.Cylinder_1):
+            capsule = prim.IsA(UsdGeom.Capsule) or prim.IsA(UsdGeom.Capsule_1)
+            if prim.IsA(UsdGeom.Capsule_1) or prim.IsA(UsdGeom.Cylinder_1):
+                rt = _attr(prim, "radiusTop", 0.5 if capsule else 1.0)
+                rb = _attr(prim, "radiusBottom", 0.5 if capsule else 1.0)
+                if not _equal(float(rt), float(rb)):
+                    self._warn(path, f"{prim.GetTypeName()} with radiusTop != radiusBottom (a cone) is not "
+                               "supported as a collider: skipped")
+                    return None
+                radius = rt
+            else:
+                radius = _attr(prim, "radius", 0.5 if capsule else 1.0)
+            height = _attr(prim, "height", 1.0 if capsule else 2.0)
+            axis = _AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
+            rot, s = _decompose(path, a, axis)
+            if not _equal(s[0], s[1]):
+                raise UsdphysError(
+                    f"{path}: a {'capsule' if capsule else 'cylinder'} collider needs equal scale across its "
+                    f"axis (xformOp:scale), got {float(s[0])} and {float(s[1])}")
+            r = _positive(path, "radius", radius) * s[0] * mpu
+            h = 0.5 * _positive(path, "height", height) * s[2] * mpu
+            geo = (SHAPE_CAPSULE if capsule else SHAPE_CYLINDER, rot, (r, h, 0.0), None, t)
+        elif prim.IsA(UsdGeom.Plane):
+            axis = _AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
+            rot, _s = _decompose(path, a, axis)
+            # the normal is the image of the local axis direction (a mirror keeps it: the
+            # flipped axis is a tangent one)
+            geo = (SHAPE_PLANE, rot, (0.0, 0.0, 0.0), None, t)
+        elif prim.IsA(UsdGeom.Mesh):
+            geo = self.mesh(prim, path, a, t)
+            if geo is None:
+                return None
+        else:
+            self._warn(path, f"PhysicsCollisionAPI on a {prim.GetTypeName() or 'typeless prim'} is not a "
+                       "supported collision shape (Sphere, Cube, Capsule, Cylinder, Plane, Mesh): skipped")
+            return None
+        return body, geo
+
+    def mesh(self, prim, path, a, t):
+        pts = _attr(prim, "points", None)
+        if pts is None or len(pts) == 0:
+            self._warn(path, "collision mesh has no points: skipped")
+            return None
+        approx = "none"
+        if prim.HasAPI(UsdPhysics.MeshCollisionAPI):
+            approx = str(UsdPhysics.MeshCollisionAPI(prim).GetApproximationAttr().Get())
+        if approx in ("none", "meshSimplification", "sdf"):
+            self._warn(path, f"physics:approximation '{approx}' (triangle mesh) is not supported: "
+                       "the mesh collides as its convex hull")
+        elif approx == "convexDecomposition":
+            self._warn(path, "physics:approximation 'convexDecomposition' is not supported: the mesh "
+                       "collides as one convex hull")
+        elif approx not in ("convexHull", "boundingSphere", "boundingCube"):
+            self._warn(path, f"physics:approximation '{approx}' is unknown: the mesh collides as its convex hull")
+        p = np.asarray(pts, dtype=np.float64).reshape(-1, 3) @ a * self.mpu + t  # owner frame, metres
+        p = np.unique(np.round(p, 12), axis=0)
+        centre = p.mean(axis=0)  # inside the hull (a bounding-box centre need not be)
+        if approx == "boundingSphere":
+            r = float(np.max(np.linalg.norm(p - centre, axis=1)))
+            return (SHAPE_SPHERE, np.eye(3), (r, 0.0, 0.0), None, centre)
+        if approx == "boundingCube":
+            # axis-aligned in the mesh's own frame, mapped by its transform
+            local = np.asarray(pts, dtype=np.float64).reshape(-1, 3)
+            lo, hi = local.min(axis=0), local.max(axis=0)
+            rot, s = _decompose(path, a, None)
+            c_local = 0.5 * (lo + hi)
+            return (SHAPE_BOX, rot, tuple(0.5 * (hi - lo) * s * self.mpu), None, c_local @ a * self.mpu + t)
+        hull = convex_hull_vertices(p - centre)
+        return (SHAPE_CONVEX, np.eye(3), (0.0, 0.0, 0.0), hull, centre)
+
+
+def convex_hull_vertices(points: np.ndarray) -> np.ndarray:
+    """Distinct points whose convex hull is the collision shape. No hull is built: the
+    narrow phase only needs the support function max_v(v . d), which is exact over all
+    points (interior points cost time, never accuracy)."""
+    return np.asarray(points, dtype=np.float64).reshape(-1, 3)
+
+
+def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -> ShapeTable:
+    """All collision shapes of `stage` as a ShapeTable.
+
+    body_index(body_prim_path) -> model body index, or -1 for the world (e.g. a disabled or
+    static rigid body). Colliders under instanceable prims are read through instance proxies.
+    """
+    time = Usd.TimeCode.Default() if time is None else time
+    rd = _Reader(stage, body_index, time)
+    cols = {k: [] for k in ("type", "body", "pos", "rot", "dims", "vs", "vc", "cr", "br", "en", "mat")}
+    paths = []
+    verts = []
+    nv = 0
+    prims = []
+    for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
+        if not prim.HasAPI(UsdPhysics.CollisionAPI):
+            continue
+        if not prim.IsActive():
+            continue
+        out = rd.shape(prim)
+        if out is None:
+            continue
+        body, (typ, rot, dims, hull, pos) = out
+        path = str(prim.GetPath())
+        cr = 0.0
+        if prim.HasAPI("MbdCollisionAPI"):
+            cr = _positive(path, "mbd:contactRadius", _attr(prim, "mbd:contactRadius", 0.0)) * rd.mpu
+        dims = np.asarray(dims, dtype=np.float64)
+        if typ == SHAPE_CONVEX:
+            cols["vs"].append(nv)
+            cols["vc"].append(len(hull))
+            verts.append(hull)
+            nv += len(hull)
+            br = float(np.max(np.linalg.norm(hull, axis=1))) if len(hull) else 0.0
+        else:
+            cols["vs"].append(0)
+            cols["vc"].append(0)
+            br = {SHAPE_PLANE: np.inf, SHAPE_SPHERE: dims[0], SHAPE_CAPSULE: dims[0] + dims[1],
+                  SHAPE_BOX: float(np.linalg.norm(dims)), SHAPE_CYLINDER: float(np.hypot(dims[0], dims[1]))}[typ]
+        enabled = _attr(prim, "physics:collisionEnabled", True)
+        cols["type"].append(typ)
+        cols["body"].append(body)
+        cols["pos"].append(np.asarray(pos, dtype=np.float64))
+        cols["rot"].append(quat_from_matrix(np.asarray(rot)))
+        cols["dims"].append(dims)
+        cols["cr"].append(cr)
+        cols["br"].append(br + cr)
+        cols["en"].append(bool(enabled))
+        cols["mat"].append(rd.material(prim))
+        paths.append(path)
+        prims.append(prim)
+
+    n = len(paths)
+    t = ShapeTable(paths=paths)
+    t.type = np.array(cols["type"], dtype=np.int32)
+    t.body = np.array(cols["body"], dtype=np.int32)
+    t.local_pos = np.array(cols["pos"], dtype=np.float64).reshape(n, 3)
+    t.local_rot = np.array(cols["rot"], dtype=np.float64).reshape(n, 4)
+    t.dims = np.array(cols["dims"], dtype=np.float64).reshape(n, 3)
+    t.vert_start = np.array(cols["vs"], dtype=np.int32)
+    t.vert_count = np.array(cols["vc"], dtype=np.int32)
+    t.verts = np.concatenate(verts).reshape(-1, 3) if verts else np.zeros((0, 3))
+    t.contact_radius = np.array(cols["cr"], dtype=np.float64)
+    t.bound_radius = np.array(cols["br"], dtype=np.float64)
+    t.collision_enabled = np.array(cols["en"], dtype=bool)
+    for key in ("static_friction", "dynamic_friction", "restitution", "density", "young_modulus",
+                "poisson_ratio", "normal_stiffness", "normal_damping", "tangential_stiffness",
+                "tangential_damping"):
+        setattr(t, key, np.array([m[key] for m in cols["mat"]], dtype=np.float64))
+    t.material_paths = [m["path"] for m in cols["mat"]]
+    _read_filtering(stage, t, prims, rd)
+    return t
+
+
+def _read_filtering(stage, t: ShapeTable, prims, rd: _Reader) -> None:
+    """Collision groups (mergeGroup, filteredGroups, invertFilteredGroups) and filtered pairs."""
+    # groups, merged by physics:mergeGroup name
+    raw = [p for p in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies())
+           if p.IsA(UsdPhysics.CollisionGroup)]
+    canon = {}  # group path -> merged index
+    merged_name = {}
+    group_paths = []
+    for g in raw:
+        name = _attr(g, "physics:mergeGroup", "") or ""
+        if name and name in merged_name:
+            canon[str(g.GetPath())] = merged_name[name]
+            continue
+        canon[str(g.GetPath())] = len(group_paths)
+        if name:
+            merged_name[name] = len(group_paths)
+        group_paths.append(str(g.GetPath()))
+    ng = len(group_paths)
+    members = [set() for _ in range(ng)]
+    filtered = [set() for _ in range(ng)]
+    inverted = [False] * ng
+    for g in raw:
+        gi = canon[str(g.GetPath())]
+        api = UsdPhysics.CollisionGroup(g)
+        query = api.GetCollidersCollectionAPI().ComputeMembershipQuery()
+        for s, prim in enumerate(prims):
+            if query.IsPathIncluded(prim.GetPath()):
+                members[gi].add(s)
+        for target in api.GetFilteredGroupsRel().GetTargets():
+            if str(target) not in canon:
+                raise UsdphysError(f"{g.GetPath()}: physics:filteredGroups targets {target}, "
+                                   "which is not a PhysicsCollisionGroup")
+            filtered[gi].add(canon[str(target)])
+        if _attr(g, "physics:invertFilteredGroups", False):
+            inverted[gi] = True
+    no = np.zeros((ng, ng), dtype=bool)
+    for g in range(ng):
+        for h in range(ng):
+            collide = (h in filtered[g]) if inverted[g] else (h not in filtered[g])
+            if not collide:
+                no[g, h] = no[h, g] = True
+    t.group_paths = group_paths
+    t.group_no_collide = no
+    t.groups = [tuple(sorted(g for g in range(ng) if s in members[g])) for s in range(len(prims))]
+
+    # filtered pairs: a target covers the shapes it owns (a body), is (a collider), or
+    # contains (an articulation root or any other subtree)
+    owner_path = []
+    for prim in prims:
+        _b, bp = rd.owner(prim)
+        owner_path.append(str(bp.GetPath()) if bp is not None else None)
+
+    def covered(prim_path, is_body):
+        out = set()
+        for s, sp in enumerate(t.paths):
+            if is_body:
+                if owner_path[s] == prim_path:
+                    out.add(s)
+            elif sp == prim_path or sp.startswith(prim_path + "/"):
+                out.add(s)
+        return out
+
+    pairs = set()
+    for p in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
+        if not p.HasAPI(UsdPhysics.FilteredPairsAPI):
+            continue
+        mine = covered(str(p.GetPath()), p.HasAPI(UsdPhysics.RigidBodyAPI))
+        for target in UsdPhysics.FilteredPairsAPI(p).GetFilteredPairsRel().GetTargets():
+            tp = stage.GetPrimAtPath(target)
+            if not tp:
+                raise UsdphysError(f"{p.GetPath()}: physics:filteredPairs targets {target}, which does not exist")
+            theirs = covered(str(target), tp.HasAPI(UsdPhysics.RigidBodyAPI))
+            for i in mine:
+                for j in theirs:
+                    if i != j:
+                        pairs.add((min(i, j), max(i, j)))
+    t.filtered_pairs = pairs
+
+
+def table_from_specs(specs) -> ShapeTable:
+    """A ShapeTable built in code (tests, programmatic scenes): each spec is a dict with
+    `type` (SHAPE_*), `body` (int, -1 = world), `dims` (3,), optional `pos` (3,), `rot`
+    (x, y, z, w), `verts` (convex, shape frame), `contact_radius`, `enabled`, and material
+    keys as in ShapeTable (defaults as for an unbound collider)."""
+    rows = list(specs)
+    n = len(rows)
+    t = ShapeTable(paths=[s.get("path", f"/shape{i}") for i, s in enumerate(rows)])
+    t.type = np.array([s["type"] for s in rows], dtype=np.int32)
+    t.body = np.array([s.get("body", -1) for s in rows], dtype=np.int32)
+    t.local_pos = np.array([s.get("pos", (0.0, 0.0, 0.0)) for s in rows], dtype=np.float64).reshape(n, 3)
+    rot = np.array([s.get("rot", (0.0, 0.0, 0.0, 1.0)) for s in rows], dtype=np.float64).reshape(n, 4)
+    t.local_rot = rot / np.linalg.norm(rot, axis=1, keepdims=True) if n else rot
+    t.dims = np.array([s.get("dims", (0.0, 0.0, 0.0)) for s in rows], dtype=np.float64).reshape(n, 3)
+    verts, vs, vc, nv = [], [], [], 0
+    for s in rows:
+        v = np.asarray(s.get("verts", np.zeros((0, 3))), dtype=np.float64).reshape(-1, 3)
+        vs.append(nv if len(v) else 0)
+        vc.append(len(v))
+        verts.append(v)
+        nv += len(v)
+    t.vert_start = np.array(vs, dtype=np.int32)
+    t.vert_count = np.array(vc, dtype=np.int32)
+    t.verts = np.concatenate(verts) if verts else np.zeros((0, 3))
+    t.contact_radius = np.array([s.get("contact_radius", 0.0) for s in rows], dtype=np.float64)
+    br = []
+    for s, d, v, r in zip(rows, t.dims, verts, t.contact_radius):
+        typ = s["type"]
+        b = {SHAPE_PLANE: np.inf, SHAPE_SPHERE: d[0], SHAPE_CAPSULE: d[0] + d[1], SHAPE_BOX: float(np.linalg.norm(d)),
+             SHAPE_CYLINDER: float(np.hypot(d[0], d[1]))}.get(typ)
+        if typ == SHAPE_CONVEX:
+            b = float(np.max(np.linalg.norm(v, axis=1))) if len(v) else 0.0
+        br.append(b + r)
+    t.bound_radius = np.array(br, dtype=np.float64)
+    t.collision_enabled = np.array([s.get("enabled", True) for s in rows], dtype=bool)
+    defaults = {"static_friction": DEFAULT_STATIC_FRICTION, "dynamic_friction": DEFAULT_DYNAMIC_FRICTION,
+                "restitution": DEFAULT_RESTITUTION, "density": 0.0, "young_modulus": DEFAULT_YOUNG_MODULUS,
+                "poisson_ratio": DEFAULT_POISSON_RATIO, "normal_stiffness": np.nan, "normal_damping": np.nan,
+                "tangential_stiffness": np.nan, "tangential_damping": np.nan}
+    for key, val in defaults.items():
+        setattr(t, key, np.array([s.get(key, val) for s in rows], dtype=np.float64))
+    t.material_paths = [None] * n
+    t.groups = [tuple(s.get("groups", ())) for s in rows]
+    ng = 1 + max((g for s in rows for g in s.get("groups", ())), default=-1)
+    t.group_paths = [f"/group{g}" for g in range(ng)]
+    t.group_no_collide = np.zeros((ng, ng), dtype=bool)
+    t.filtered_pairs = set()
+    return t
