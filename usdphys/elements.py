@@ -1,0 +1,777 @@
+"""Read the Mbd* force elements, loads, motors, bushings and NewtonJointAPI joint
+properties of a USD stage into plain NumPy tables, in SI units and radians.
+
+This is the solver-independent half of issue #5: the solver's reader calls
+
+    elements = read_elements(stage, body_index, joint_index=None, body_scale=None)
+
+with ``body_index(path: str) -> int`` (the solver's body row; -1 = the world / a static
+body; it may raise KeyError for a prim it does not simulate) and, optionally,
+``joint_index(path: str) -> int`` (row of a PhysicsJoint; default: -1 everywhere, the joint
+stays named by its path) and ``body_scale(path: str) -> (sx, sy, sz)`` (the body prim's
+world scale; local attachment points are authored in the scaled prim frame, so they are
+multiplied by it, exactly like a joint's localPos). Empty body relationships are -1
+without a call.
+
+Units (docs/forces.md has the table): lengths x metersPerUnit, masses x kilogramsPerUnit,
+forces x kpu*mpu, torques x kpu*mpu^2; every angle, angular speed, per-degree stiffness or
+damping is converted to radians (stiffness per degree x 180/pi = per radian). Time-function
+outputs carry the conversion in their ``scale`` column, so the solver gets SI from
+``eval_time_function`` directly. Quaternions are (x, y, z, w) as in usdphys.model.
+
+Bad values raise UsdphysError naming the prim path and the attribute.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+from pxr import Usd, UsdGeom, UsdPhysics
+
+from usdphys.check import LIMIT_DOFS, valid_dofs_for_joint
+from usdphys.errors import UsdphysError
+from usdphys.forcelaws import PackedLaws, ScalarLaw, pack_laws
+from usdphys.timefunc import PackedTimeFunctions, TimeFunction, TimeFunctionTable
+
+PER_DEG_TO_PER_RAD = 180.0 / math.pi  # (x per degree) * this = x per radian
+DEG = math.pi / 180.0
+
+RESOLVE_WORLD, RESOLVE_BODY0, RESOLVE_BODY1 = 0, 1, 2
+RESOLVE_IDS = {"world": RESOLVE_WORLD, "body0": RESOLVE_BODY0, "body1": RESOLVE_BODY1}
+MODE_POSITION, MODE_VELOCITY, MODE_FORCE = 0, 1, 2
+MODE_IDS = {"position": MODE_POSITION, "velocity": MODE_VELOCITY, "force": MODE_FORCE}
+ANGULAR_DOFS = ("angle", "rotX", "rotY", "rotZ")
+ALL_DOFS = ("distance", "angle") + tuple(LIMIT_DOFS)
+
+BodyIndex = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class Units:
+    meters_per_unit: float = 1.0
+    kilograms_per_unit: float = 1.0
+    time_codes_per_second: float = 24.0
+    held: bool = False  # stage time-sample interpolation is "held" (else linear)
+
+    @property
+    def length(self) -> float:
+        return self.meters_per_unit
+
+    @property
+    def mass(self) -> float:
+        return self.kilograms_per_unit
+
+    @property
+    def force(self) -> float:
+        return self.kilograms_per_unit * self.meters_per_unit
+
+    @property
+    def torque(self) -> float:
+        return self.kilograms_per_unit * self.meters_per_unit ** 2
+
+
+def stage_units(stage: Usd.Stage) -> Units:
+    return Units(
+        meters_per_unit=float(UsdGeom.GetStageMetersPerUnit(stage)),
+        kilograms_per_unit=float(UsdPhysics.GetStageKilogramsPerUnit(stage)),
+        time_codes_per_second=float(stage.GetTimeCodesPerSecond()),
+        held=stage.GetInterpolationType() == Usd.InterpolationTypeHeld,
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# Tables
+# ----------------------------------------------------------------------------------------
+def _i(n: int = 0) -> np.ndarray:
+    return np.zeros(n, dtype=np.int32)
+
+
+def _f(*shape: int) -> np.ndarray:
+    return np.zeros(shape or (0,), dtype=np.float64)
+
+
+@dataclass
+class SpringDampers:
+    """MbdSpringDamper. Law row e of ``laws`` (forcelaws.pack_laws layout) has x = L (m),
+    k N/m, c N s/m, x0 = restLength m, preload N, curves/map in N over m and m/s."""
+
+    paths: list[str] = field(default_factory=list)
+    body0: np.ndarray = field(default_factory=_i)
+    body1: np.ndarray = field(default_factory=_i)
+    local_pos0: np.ndarray = field(default_factory=lambda: _f(0, 3))  # m, body0 prim frame
+    local_pos1: np.ndarray = field(default_factory=lambda: _f(0, 3))
+    laws: PackedLaws = field(default_factory=lambda: pack_laws([]))
+    min_length: np.ndarray = field(default_factory=_f)  # m; NaN = no stop
+    max_length: np.ndarray = field(default_factory=_f)  # m; NaN = no stop
+    spring_mass: np.ndarray = field(default_factory=_f)  # kg
+    spring_mass_fraction: np.ndarray = field(default_factory=_f)  # 0 at p0, 1 at p1
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+@dataclass
+class AxialSpringDampers:
+    """MbdAxialSpringDamper (Exudyn LinearSpringDamper); SI."""
+
+    paths: list[str] = field(default_factory=list)
+    body0: np.ndarray = field(default_factory=_i)
+    body1: np.ndarray = field(default_factory=_i)
+    local_pos0: np.ndarray = field(default_factory=lambda: _f(0, 3))
+    local_pos1: np.ndarray = field(default_factory=lambda: _f(0, 3))
+    axis: np.ndarray = field(default_factory=lambda: _f(0, 3))  # unit, body0 prim frame
+    stiffness: np.ndarray = field(default_factory=_f)  # N/m
+    damping: np.ndarray = field(default_factory=_f)  # N s/m
+    offset: np.ndarray = field(default_factory=_f)  # m
+    velocity_offset: np.ndarray = field(default_factory=_f)  # m/s
+    force: np.ndarray = field(default_factory=_f)  # N
+    active: np.ndarray = field(default_factory=_i)  # 1 / 0
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+@dataclass
+class RotationalSpringDampers:
+    """MbdRotationalSpringDamper. Law rows: x = theta (rad), k N m/rad, c N m s/rad,
+    x0 = restAngle rad, preload N m, curve abscissae rad and rad/s."""
+
+    paths: list[str] = field(default_factory=list)
+    body0: np.ndarray = field(default_factory=_i)
+    body1: np.ndarray = field(default_factory=_i)
+    local_pos0: np.ndarray = field(default_factory=lambda: _f(0, 3))
+    local_rot0: np.ndarray = field(default_factory=lambda: _f(0, 4))  # xyzw
+    local_pos1: np.ndarray = field(default_factory=lambda: _f(0, 3))
+    local_rot1: np.ndarray = field(default_factory=lambda: _f(0, 4))
+    laws: PackedLaws = field(default_factory=lambda: pack_laws([]))
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+@dataclass
+class Loads:
+    """MbdForce (``torque = 0``) and MbdTorque (``torque = 1``) rows.
+
+    Vector at time t (SI, axes named by ``resolve_in``):
+        (u[vector_fn[e, 0]](t), u[vector_fn[e, 1]](t), u[vector_fn[e, 2]](t)) * u[scale_fn[e]](t)
+    with u = timefunc.eval_time_function on Elements.functions. body1 receives it (a force at
+    local_pos1), body0 (-1 = world) the opposite (a force at the same world point)."""
+
+    paths: list[str] = field(default_factory=list)
+    torque: np.ndarray = field(default_factory=_i)
+    body0: np.ndarray = field(default_factory=_i)
+    body1: np.ndarray = field(default_factory=_i)
+    local_pos1: np.ndarray = field(default_factory=lambda: _f(0, 3))  # m, body1 prim frame (0 for torques)
+    resolve_in: np.ndarray = field(default_factory=_i)  # RESOLVE_WORLD / BODY0 / BODY1
+    vector_fn: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int32))
+    scale_fn: np.ndarray = field(default_factory=_i)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+@dataclass
+class Motors:
+    """MbdMotor. u = eval_time_function(t, fn[e], ...) is SI: m, m/s or N (linear DOF);
+    rad, rad/s or N m (angular DOF); du/dt from eval_time_function_dt."""
+
+    paths: list[str] = field(default_factory=list)
+    joint_paths: list[str] = field(default_factory=list)
+    joint: np.ndarray = field(default_factory=_i)  # joint_index(path), or -1
+    dof: list[str] = field(default_factory=list)  # NewtonJointAPI token
+    angular: np.ndarray = field(default_factory=_i)
+    mode: np.ndarray = field(default_factory=_i)  # MODE_POSITION / VELOCITY / FORCE
+    fn: np.ndarray = field(default_factory=_i)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+@dataclass
+class Bushings:
+    """MbdBushingAPI on joints; linear N/m, N s/m; angular N m/rad, N m s/rad."""
+
+    joint_paths: list[str] = field(default_factory=list)
+    joint: np.ndarray = field(default_factory=_i)
+    linear_stiffness: np.ndarray = field(default_factory=_f)
+    linear_damping: np.ndarray = field(default_factory=_f)
+    angular_stiffness: np.ndarray = field(default_factory=_f)
+    angular_damping: np.ndarray = field(default_factory=_f)
+    free_linear_stiffness: np.ndarray = field(default_factory=_f)
+    free_linear_damping: np.ndarray = field(default_factory=_f)
+    free_angular_stiffness: np.ndarray = field(default_factory=_f)
+    free_angular_damping: np.ndarray = field(default_factory=_f)
+
+    def __len__(self) -> int:
+        return len(self.joint_paths)
+
+
+@dataclass
+class JointDofProperties:
+    """NewtonJointAPI, one row per (joint, DOF); both the per-DOF array form and the scalar
+    newton-usd-schemas form (broadcast; ``scalar_form`` = 1). SI / radians:
+    armature kg or kg m^2; efforts N or N m; viscous N s/m or N m s/rad."""
+
+    joint_paths: list[str] = field(default_factory=list)
+    joint: np.ndarray = field(default_factory=_i)
+    dof: list[str] = field(default_factory=list)
+    angular: np.ndarray = field(default_factory=_i)
+    armature: np.ndarray = field(default_factory=_f)
+    static_friction: np.ndarray = field(default_factory=_f)
+    dynamic_friction: np.ndarray = field(default_factory=_f)
+    viscous_damping: np.ndarray = field(default_factory=_f)
+    scalar_form: np.ndarray = field(default_factory=_i)
+
+    def __len__(self) -> int:
+        return len(self.joint_paths)
+
+
+@dataclass
+class Elements:
+    units: Units
+    spring_dampers: SpringDampers
+    axial_spring_dampers: AxialSpringDampers
+    rotational_spring_dampers: RotationalSpringDampers
+    loads: Loads
+    motors: Motors
+    bushings: Bushings
+    joint_dofs: JointDofProperties
+    functions: PackedTimeFunctions  # shared by loads and motors
+
+
+# ----------------------------------------------------------------------------------------
+# Attribute helpers
+# ----------------------------------------------------------------------------------------
+def _where(prim: Usd.Prim, name: str) -> str:
+    return f"{prim.GetPath()}: {name}"
+
+
+def _scalar(prim: Usd.Prim, name: str, default: float = 0.0) -> float:
+    attr = prim.GetAttribute(name)
+    value = attr.Get() if attr else None
+    if value is None:
+        return default
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise UsdphysError(f"{_where(prim, name)} = {value!r}: expected a number") from None
+    if not math.isfinite(v):
+        raise UsdphysError(f"{_where(prim, name)} = {v}: must be finite")
+    return v
+
+
+def _optional(prim: Usd.Prim, name: str) -> float:
+    attr = prim.GetAttribute(name)
+    if not attr or not attr.HasAuthoredValue():
+        return math.nan
+    return _scalar(prim, name)
+
+
+def _vec(prim: Usd.Prim, name: str, n: int = 3, default=None) -> np.ndarray:
+    attr = prim.GetAttribute(name)
+    value = attr.Get() if attr else None
+    if value is None:
+        return np.zeros(n) if default is None else np.asarray(default, dtype=np.float64)
+    v = np.array([float(x) for x in value], dtype=np.float64)
+    if v.shape != (n,) or not np.all(np.isfinite(v)):
+        raise UsdphysError(f"{_where(prim, name)} = {tuple(value)}: expected {n} finite numbers")
+    return v
+
+
+def _quat(prim: Usd.Prim, name: str) -> np.ndarray:
+    attr = prim.GetAttribute(name)
+    value = attr.Get() if attr else None
+    if value is None:
+        return np.array([0.0, 0.0, 0.0, 1.0])
+    im = value.GetImaginary()
+    q = np.array([im[0], im[1], im[2], value.GetReal()], dtype=np.float64)
+    norm = float(np.linalg.norm(q))
+    if not np.all(np.isfinite(q)) or norm == 0.0:
+        raise UsdphysError(f"{_where(prim, name)}: quaternion {tuple(q)} is zero or not finite")
+    return q / norm
+
+
+def _array(prim: Usd.Prim, name: str) -> np.ndarray:
+    attr = prim.GetAttribute(name)
+    value = attr.Get() if attr else None
+    if value is None:
+        return np.zeros(0)
+    arr = np.array([tuple(v) if hasattr(v, "__len__") else v for v in value], dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise UsdphysError(f"{_where(prim, name)}: values must be finite")
+    return arr
+
+
+def _token(prim: Usd.Prim, name: str, allowed: Sequence[str], default: str) -> str:
+    attr = prim.GetAttribute(name)
+    value = attr.Get() if attr else None
+    if value is None:
+        return default
+    if value not in allowed:
+        raise UsdphysError(f"{_where(prim, name)} = '{value}': expected one of: {', '.join(allowed)}")
+    return str(value)
+
+
+def _target(prim: Usd.Prim, name: str) -> Optional[Usd.Prim]:
+    rel = prim.GetRelationship(name)
+    targets = rel.GetTargets() if rel else []
+    if not targets:
+        return None
+    if len(targets) > 1:
+        raise UsdphysError(f"{_where(prim, name)} has {len(targets)} targets; expected at most one")
+    target = prim.GetStage().GetPrimAtPath(targets[0])
+    if not target:
+        raise UsdphysError(f"{_where(prim, name)} points at {targets[0]}, which does not exist")
+    return target
+
+
+def _sampled(attr: Usd.Attribute, units: Units) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """(seconds, values) when the attribute has time samples, else None."""
+    codes = attr.GetTimeSamples() if attr else []
+    if not codes:
+        return None
+    times = np.array(codes, dtype=np.float64) / units.time_codes_per_second
+    values = [attr.Get(c) for c in codes]
+    return times, np.array([tuple(v) if hasattr(v, "__len__") else v for v in values], dtype=np.float64)
+
+
+# ----------------------------------------------------------------------------------------
+# Reader
+# ----------------------------------------------------------------------------------------
+class _Reader:
+    def __init__(self, stage: Usd.Stage, body_index: BodyIndex, joint_index, body_scale):
+        self.stage = stage
+        self.units = stage_units(stage)
+        self.body_index = body_index
+        self.joint_index = joint_index
+        self.body_scale = body_scale
+        self.functions = TimeFunctionTable()
+
+    # -- shared pieces -------------------------------------------------------------------
+    def body(self, prim: Usd.Prim, name: str) -> tuple[int, Optional[str]]:
+        target = _target(prim, name)
+        if target is None:
+            return -1, None
+        path = str(target.GetPath())
+        if not target.HasAPI(UsdPhysics.RigidBodyAPI):
+            raise UsdphysError(f"{_where(prim, name)} points at {path}, which is not a rigid body (PhysicsRigidBodyAPI)")
+        try:
+            return int(self.body_index(path)), path
+        except KeyError:
+            raise UsdphysError(f"{_where(prim, name)} points at {path}, which the model does not simulate") from None
+
+    def point(self, prim: Usd.Prim, name: str, body_path: Optional[str]) -> np.ndarray:
+        p = _vec(prim, name) * self.units.length
+        if body_path is not None and self.body_scale is not None:
+            p = p * np.asarray(self.body_scale(body_path), dtype=np.float64)
+        return p
+
+    def joint(self, path: str) -> int:
+        return int(self.joint_index(path)) if self.joint_index is not None else -1
+
+    def function(self, spec: TimeFunction) -> int:
+        try:
+            return self.functions.add(spec)
+        except UsdphysError as exc:
+            raise UsdphysError(str(exc)) from None
+
+    def time_function_api(self, prim: Usd.Prim, scale: float) -> Optional[int]:
+        if not prim.HasAPI("MbdTimeFunctionAPI"):
+            return None
+        p = "mbd:function:"
+        kind = _token(prim, p + "type", ("constant", "polynomial", "sine", "ramp", "data"), "constant")
+        data = _array(prim, p + "data").reshape(-1, 2)
+        spec = TimeFunction(
+            type=kind,
+            value=_scalar(prim, p + "value"),
+            coefficients=_array(prim, p + "coefficients").tolist(),
+            amplitude=_scalar(prim, p + "amplitude"),
+            frequency=_scalar(prim, p + "frequency"),
+            phase=_scalar(prim, p + "phase"),
+            shift=_scalar(prim, p + "shift"),
+            slope=_scalar(prim, p + "slope"),
+            intercept=_scalar(prim, p + "intercept"),
+            data=[tuple(r) for r in data],
+            repeat=bool(prim.GetAttribute(p + "repeat").Get()),
+            repeatStart=_scalar(prim, p + "repeatStart"),
+            repeatWidth=_scalar(prim, p + "repeatWidth", 1.0),
+            repeatShift=_scalar(prim, p + "repeatShift"),
+            scale=scale,
+            label=f"{prim.GetPath()}: MbdTimeFunctionAPI",
+        )
+        return self.function(spec)
+
+    def scalar_signal(self, prim: Usd.Prim, name: str, scale: float) -> int:
+        """A double attribute as a time function: its time samples, else its value."""
+        attr = prim.GetAttribute(name)
+        samples = _sampled(attr, self.units)
+        label = _where(prim, name)
+        if samples is None:
+            return self.function(TimeFunction.constant_value(_scalar(prim, name), scale=scale, label=label))
+        times, values = samples
+        if not np.all(np.isfinite(values)):
+            raise UsdphysError(f"{label}: time samples must be finite")
+        return self.function(TimeFunction.from_samples(times, values, held=self.units.held, scale=scale, label=label))
+
+    def vector_signal(self, prim: Usd.Prim, name: str, scale: float) -> list[int]:
+        attr = prim.GetAttribute(name)
+        samples = _sampled(attr, self.units)
+        label = _where(prim, name)
+        if samples is None:
+            v = _vec(prim, name)
+            return [self.function(TimeFunction.constant_value(v[i], scale=scale, label=label)) for i in range(3)]
+        times, values = samples
+        if values.ndim != 2 or values.shape[1] != 3 or not np.all(np.isfinite(values)):
+            raise UsdphysError(f"{label}: time samples must be finite 3-vectors")
+        return [self.function(TimeFunction.from_samples(times, values[:, i], held=self.units.held, scale=scale, label=label)) for i in range(3)]
+
+    def curve(self, prim: Usd.Prim, name: str, sx: float, sy: float) -> list[tuple[float, float]]:
+        pts = _array(prim, name).reshape(-1, 2)
+        if np.any(np.diff(pts[:, 0]) <= 0):
+            raise UsdphysError(f"{_where(prim, name)}: abscissae must be strictly ascending")
+        return [(float(x) * sx, float(y) * sy) for x, y in pts]
+
+    # -- elements ------------------------------------------------------------------------
+    def spring_dampers(self, prims: list[Usd.Prim]) -> SpringDampers:
+        u = self.units
+        out = SpringDampers()
+        laws, b0, b1, p0, p1, lo, hi, sm, sf = [], [], [], [], [], [], [], [], []
+        for prim in prims:
+            i0, path0 = self.body(prim, "mbd:body0")
+            i1, path1 = self.body(prim, "mbd:body1")
+            if path0 is None and path1 is None:
+                raise UsdphysError(f"{prim.GetPath()}: MbdSpringDamper connects no body: set mbd:body0 and/or mbd:body1")
+            defo = _array(prim, "mbd:forceMapDeformation")
+            vel = _array(prim, "mbd:forceMapVelocity")
+            vals = _array(prim, "mbd:forceMapValues")
+            if (len(defo) or len(vel) or len(vals)) and (len(vals) != len(defo) * len(vel) or not len(vals)):
+                raise UsdphysError(f"{_where(prim, 'mbd:forceMapValues')} has {len(vals)} values; expected len(forceMapVelocity) x len(forceMapDeformation) = {len(vel)} x {len(defo)}")
+            for name, arr in (("mbd:forceMapDeformation", defo), ("mbd:forceMapVelocity", vel)):
+                if np.any(np.diff(arr) <= 0):
+                    raise UsdphysError(f"{_where(prim, name)} must be strictly ascending")
+            law = ScalarLaw(
+                k=_scalar(prim, "mbd:stiffness") * u.mass,  # force/distance: kpu
+                c=_scalar(prim, "mbd:damping") * u.mass,
+                x0=_scalar(prim, "mbd:restLength") * u.length,
+                preload=_scalar(prim, "mbd:preload") * u.force,
+                spring_curve=self.curve(prim, "mbd:springForceCurve", u.length, u.force),
+                damping_curve=self.curve(prim, "mbd:dampingForceCurve", u.length, u.force),
+                map_deformation=(defo * u.length).tolist(),
+                map_velocity=(vel * u.length).tolist(),
+                map_values=(vals * u.force).tolist(),
+                label=str(prim.GetPath()),
+            )
+            mn, mx = _optional(prim, "mbd:minLength"), _optional(prim, "mbd:maxLength")
+            if mn > mx:
+                raise UsdphysError(f"{prim.GetPath()}: mbd:minLength {mn} exceeds mbd:maxLength {mx}")
+            mass = _scalar(prim, "mbd:springMass")
+            frac = _scalar(prim, "mbd:springMassFraction", 0.5)
+            if mass < 0:
+                raise UsdphysError(f"{_where(prim, 'mbd:springMass')} = {mass}: must be >= 0")
+            if not 0.0 <= frac <= 1.0:
+                raise UsdphysError(f"{_where(prim, 'mbd:springMassFraction')} = {frac}: must be in [0, 1]")
+            out.paths.append(str(prim.GetPath()))
+            laws.append(law)
+            b0.append(i0)
+            b1.append(i1)
+            p0.append(self.point(prim, "mbd:localPos0", path0))
+            p1.append(self.point(prim, "mbd:localPos1", path1))
+            lo.append(mn * u.length)
+            hi.append(mx * u.length)
+            sm.append(mass * u.mass)
+            sf.append(frac)
+        n = len(out.paths)
+        out.body0, out.body1 = np.array(b0, np.int32), np.array(b1, np.int32)
+        out.local_pos0, out.local_pos1 = np.array(p0).reshape(n, 3), np.array(p1).reshape(n, 3)
+        out.laws = pack_laws(laws)
+        out.min_length, out.max_length = np.array(lo, float), np.array(hi, float)
+        out.spring_mass, out.spring_mass_fraction = np.array(sm, float), np.array(sf, float)
+        return out
+
+    def axial(self, prims: list[Usd.Prim]) -> AxialSpringDampers:
+        u = self.units
+        out = AxialSpringDampers()
+        rows = []
+        for prim in prims:
+            i0, path0 = self.body(prim, "mbd:body0")
+            i1, path1 = self.body(prim, "mbd:body1")
+            if path0 is None and path1 is None:
+                raise UsdphysError(f"{prim.GetPath()}: MbdAxialSpringDamper connects no body: set mbd:body0 and/or mbd:body1")
+            axis = _vec(prim, "mbd:axis", default=(1.0, 0.0, 0.0))
+            norm = float(np.linalg.norm(axis))
+            if norm == 0.0:
+                raise UsdphysError(f"{_where(prim, 'mbd:axis')} is the zero vector")
+            active = prim.GetAttribute("mbd:active").Get()
+            out.paths.append(str(prim.GetPath()))
+            rows.append((
+                i0, i1, self.point(prim, "mbd:localPos0", path0), self.point(prim, "mbd:localPos1", path1), axis / norm,
+                _scalar(prim, "mbd:stiffness") * u.mass, _scalar(prim, "mbd:damping") * u.mass,
+                _scalar(prim, "mbd:offset") * u.length, _scalar(prim, "mbd:velocityOffset") * u.length,
+                _scalar(prim, "mbd:force") * u.force, 0 if active is False else 1,
+            ))
+        n = len(rows)
+        cols = list(zip(*rows)) if rows else [()] * 11
+        out.body0, out.body1 = np.array(cols[0], np.int32), np.array(cols[1], np.int32)
+        out.local_pos0, out.local_pos1 = np.array(cols[2]).reshape(n, 3), np.array(cols[3]).reshape(n, 3)
+        out.axis = np.array(cols[4]).reshape(n, 3)
+        out.stiffness, out.damping = np.array(cols[5], float), np.array(cols[6], float)
+        out.offset, out.velocity_offset = np.array(cols[7], float), np.array(cols[8], float)
+        out.force, out.active = np.array(cols[9], float), np.array(cols[10], np.int32)
+        return out
+
+    def rotational(self, prims: list[Usd.Prim]) -> RotationalSpringDampers:
+        u = self.units
+        out = RotationalSpringDampers()
+        laws, b0, b1, p0, r0, p1, r1 = [], [], [], [], [], [], []
+        for prim in prims:
+            i0, path0 = self.body(prim, "mbd:body0")
+            i1, path1 = self.body(prim, "mbd:body1")
+            if path0 is None and path1 is None:
+                raise UsdphysError(f"{prim.GetPath()}: MbdRotationalSpringDamper connects no body: set mbd:body0 and/or mbd:body1")
+            laws.append(ScalarLaw(
+                k=_scalar(prim, "mbd:stiffness") * u.torque * PER_DEG_TO_PER_RAD,
+                c=_scalar(prim, "mbd:damping") * u.torque * PER_DEG_TO_PER_RAD,
+                x0=_scalar(prim, "mbd:restAngle") * DEG,
+                preload=_scalar(prim, "mbd:preload") * u.torque,
+                spring_curve=self.curve(prim, "mbd:springTorqueCurve", DEG, u.torque),
+                damping_curve=self.curve(prim, "mbd:dampingTorqueCurve", DEG, u.torque),
+                label=str(prim.GetPath()),
+            ))
+            out.paths.append(str(prim.GetPath()))
+            b0.append(i0)
+            b1.append(i1)
+            p0.append(self.point(prim, "mbd:localPos0", path0))
+            p1.append(self.point(prim, "mbd:localPos1", path1))
+            r0.append(_quat(prim, "mbd:localRot0"))
+            r1.append(_quat(prim, "mbd:localRot1"))
+        n = len(out.paths)
+        out.body0, out.body1 = np.array(b0, np.int32), np.array(b1, np.int32)
+        out.local_pos0, out.local_pos1 = np.array(p0).reshape(n, 3), np.array(p1).reshape(n, 3)
+        out.local_rot0, out.local_rot1 = np.array(r0).reshape(n, 4), np.array(r1).reshape(n, 4)
+        out.laws = pack_laws(laws)
+        return out
+
+    def loads(self, prims: list[Usd.Prim]) -> Loads:
+        u = self.units
+        out = Loads()
+        torque, b0, b1, p1, res, vfn, sfn = [], [], [], [], [], [], []
+        for prim in prims:
+            is_torque = prim.GetTypeName() == "MbdTorque"
+            i0, _ = self.body(prim, "mbd:body0")
+            i1, path1 = self.body(prim, "mbd:body1")
+            if path1 is None:
+                raise UsdphysError(f"{_where(prim, 'mbd:body1')}: {prim.GetTypeName()} needs the body it acts on")
+            name = "mbd:torque" if is_torque else "mbd:force"
+            out.paths.append(str(prim.GetPath()))
+            torque.append(1 if is_torque else 0)
+            b0.append(i0)
+            b1.append(i1)
+            p1.append(np.zeros(3) if is_torque else self.point(prim, "mbd:localPos1", path1))
+            res.append(RESOLVE_IDS[_token(prim, "mbd:resolveIn", tuple(RESOLVE_IDS), "world")])
+            vfn.append(self.vector_signal(prim, name, u.torque if is_torque else u.force))
+            s = self.time_function_api(prim, 1.0)
+            sfn.append(s if s is not None else self.function(TimeFunction.constant_value(1.0, label=str(prim.GetPath()))))
+        n = len(out.paths)
+        out.torque, out.body0, out.body1 = np.array(torque, np.int32), np.array(b0, np.int32), np.array(b1, np.int32)
+        out.local_pos1 = np.array(p1).reshape(n, 3)
+        out.resolve_in = np.array(res, np.int32)
+        out.vector_fn = np.array(vfn, np.int32).reshape(n, 3)
+        out.scale_fn = np.array(sfn, np.int32)
+        return out
+
+    def motors(self, prims: list[Usd.Prim]) -> Motors:
+        u = self.units
+        out = Motors()
+        jidx, ang, mode, fns = [], [], [], []
+        for prim in prims:
+            joint = _target(prim, "mbd:joint")
+            if joint is None:
+                raise UsdphysError(f"{_where(prim, 'mbd:joint')}: MbdMotor needs the joint whose DOF it drives")
+            if not joint.IsA(UsdPhysics.Joint):
+                raise UsdphysError(f"{_where(prim, 'mbd:joint')} points at {joint.GetPath()}, which is not a PhysicsJoint")
+            dof = _token(prim, "mbd:dof", ALL_DOFS, "angle")
+            allowed = valid_dofs_for_joint(joint)
+            if dof not in allowed:
+                raise UsdphysError(f"{_where(prim, 'mbd:dof')} = '{dof}' is not a DOF of {joint.GetPath()} ({joint.GetTypeName()}); expected one of: {', '.join(allowed) or 'none'}")
+            m = MODE_IDS[_token(prim, "mbd:mode", tuple(MODE_IDS), "velocity")]
+            angular = dof in ANGULAR_DOFS
+            if m == MODE_FORCE:
+                scale = u.torque if angular else u.force
+            else:
+                scale = DEG if angular else u.length
+            fn = self.time_function_api(prim, scale)
+            if fn is None:
+                fn = self.scalar_signal(prim, "mbd:target", scale)
+            out.paths.append(str(prim.GetPath()))
+            out.joint_paths.append(str(joint.GetPath()))
+            out.dof.append(dof)
+            jidx.append(self.joint(str(joint.GetPath())))
+            ang.append(1 if angular else 0)
+            mode.append(m)
+            fns.append(fn)
+        out.joint, out.angular = np.array(jidx, np.int32), np.array(ang, np.int32)
+        out.mode, out.fn = np.array(mode, np.int32), np.array(fns, np.int32)
+        return out
+
+    def bushings(self, prims: list[Usd.Prim]) -> Bushings:
+        u = self.units
+        out = Bushings()
+        lin, ang = u.mass, u.torque * PER_DEG_TO_PER_RAD
+        names = {  # field -> (attribute, factor)
+            "linear_stiffness": ("linearStiffness", lin), "linear_damping": ("linearDamping", lin),
+            "angular_stiffness": ("angularStiffness", ang), "angular_damping": ("angularDamping", ang),
+            "free_linear_stiffness": ("freeLinearStiffness", lin), "free_linear_damping": ("freeLinearDamping", lin),
+            "free_angular_stiffness": ("freeAngularStiffness", ang), "free_angular_damping": ("freeAngularDamping", ang),
+        }
+        cols: dict[str, list[float]] = {k: [] for k in names}
+        jidx = []
+        for prim in prims:
+            if not prim.IsA(UsdPhysics.Joint):
+                raise UsdphysError(f"{prim.GetPath()}: MbdBushingAPI applies only to PhysicsJoint prims")
+            for field_name, (attr, factor) in names.items():
+                v = _scalar(prim, "mbd:bushing:" + attr)
+                if v < 0:
+                    raise UsdphysError(f"{_where(prim, 'mbd:bushing:' + attr)} = {v}: must be >= 0")
+                cols[field_name].append(v * factor)
+            out.joint_paths.append(str(prim.GetPath()))
+            jidx.append(self.joint(str(prim.GetPath())))
+        out.joint = np.array(jidx, np.int32)
+        for k, v in cols.items():
+            setattr(out, k, np.array(v, float))
+        return out
+
+    def joint_dofs(self, prims: list[Usd.Prim]) -> JointDofProperties:
+        out = JointDofProperties()
+        rows = []
+        for prim in prims:
+            if not prim.IsA(UsdPhysics.Joint):
+                raise UsdphysError(f"{prim.GetPath()}: NewtonJointAPI applies only to PhysicsJoint prims")
+            rows.extend(self._newton(prim))
+        u = self.units
+        cols: dict[str, list] = {k: [] for k in ("joint", "angular", "armature", "static_friction", "dynamic_friction", "viscous_damping", "scalar_form")}
+        for path, jidx, dof, arm, st, dyn, visc, scalar in rows:
+            angular = dof in ANGULAR_DOFS
+            effort = u.torque if angular else u.force
+            out.joint_paths.append(path)
+            out.dof.append(dof)
+            cols["joint"].append(jidx)
+            cols["angular"].append(1 if angular else 0)
+            cols["armature"].append(arm * (u.torque if angular else u.mass))
+            cols["static_friction"].append(st * effort)
+            cols["dynamic_friction"].append(dyn * effort)
+            cols["viscous_damping"].append(visc * (u.torque * PER_DEG_TO_PER_RAD if angular else u.mass))
+            cols["scalar_form"].append(scalar)
+        for name, vals in cols.items():
+            setattr(out, name, np.array(vals, dtype=np.int32 if name in ("joint", "angular", "scalar_form") else np.float64))
+        return out
+
+    def _newton(self, prim: Usd.Prim) -> list[tuple]:
+        path = str(prim.GetPath())
+        jidx = self.joint(path)
+        names = ("newton:armature", "newton:staticFrictionEffort", "newton:dynamicFrictionEffort", "newton:viscousDamping")
+        raw = {n: (prim.GetAttribute(n).Get() if prim.GetAttribute(n) else None) for n in names}
+        scalar_names = [n for n in names if isinstance(raw[n], (int, float))]
+        extra = {n: prim.GetAttribute(n) for n in ("newton:friction", "newton:damping")}
+        scalar_names += [n for n, a in extra.items() if a and a.HasAuthoredValue()]
+        if scalar_names:  # newton-usd-schemas form: broadcast to every DOF the joint leaves free
+            def val(name: str) -> float:
+                v = _scalar(prim, name)
+                if v < 0:
+                    raise UsdphysError(f"{_where(prim, name)} = {v}: must be >= 0")
+                return v
+            arm = val("newton:armature") if "newton:armature" in scalar_names else 0.0
+            friction = val("newton:friction") if "newton:friction" in scalar_names else 0.0
+            dyn = val("newton:dynamicFrictionEffort") if "newton:dynamicFrictionEffort" in scalar_names else friction
+            st = val("newton:staticFrictionEffort") if "newton:staticFrictionEffort" in scalar_names else dyn
+            damping = val("newton:damping") if "newton:damping" in scalar_names else 0.0
+            visc = val("newton:viscousDamping") if "newton:viscousDamping" in scalar_names else damping
+            if dyn > st:
+                raise UsdphysError(f"{path}: dynamic friction {dyn} exceeds static friction {st}")
+            return [(path, jidx, dof, arm, st, dyn, visc, 1) for dof in free_dofs(prim)]
+        dofs = [str(t) for t in (prim.GetAttribute("newton:dofs").Get() or [])]
+        allowed = valid_dofs_for_joint(prim)
+        for dof in dofs:
+            if dof not in allowed:
+                raise UsdphysError(f"{_where(prim, 'newton:dofs')}: '{dof}' is not a DOF of a {prim.GetTypeName()}; expected one of: {', '.join(allowed) or 'none'}")
+        if len(set(dofs)) != len(dofs):
+            raise UsdphysError(f"{_where(prim, 'newton:dofs')}: a DOF is named more than once: {dofs}")
+        arrays = {}
+        for name in names:
+            vals = [float(v) for v in (raw[name] or [])]
+            if vals and len(vals) != len(dofs):
+                raise UsdphysError(f"{_where(prim, name)} has {len(vals)} values but newton:dofs has {len(dofs)}")
+            for i, v in enumerate(vals):
+                if not math.isfinite(v) or v < 0:
+                    raise UsdphysError(f"{_where(prim, name)}[{i}] ({dofs[i]}) = {v}: must be a finite value >= 0")
+            arrays[name] = vals or None
+        zeros = [0.0] * len(dofs)
+        arm = arrays["newton:armature"] or zeros
+        dyn = arrays["newton:dynamicFrictionEffort"] or zeros
+        st = arrays["newton:staticFrictionEffort"] or dyn  # only dynamic authored: static = dynamic
+        visc = arrays["newton:viscousDamping"] or zeros
+        for i, (s, d) in enumerate(zip(st, dyn)):
+            if d > s:
+                raise UsdphysError(f"{_where(prim, 'newton:dynamicFrictionEffort')}[{i}] ({dofs[i]}) = {d} exceeds newton:staticFrictionEffort[{i}] = {s}")
+        return [(path, jidx, dofs[i], arm[i], st[i], dyn[i], visc[i], 0) for i in range(len(dofs))]
+
+
+def free_dofs(joint: Usd.Prim) -> tuple[str, ...]:
+    """DOF tokens a joint leaves free: its typed DOFs, or for a generic/other joint the six
+    LimitAPI names minus those locked by a PhysicsLimitAPI with low > high."""
+    allowed = valid_dofs_for_joint(joint)
+    if tuple(allowed) != tuple(LIMIT_DOFS):
+        return tuple(allowed)
+    free = []
+    for dof in LIMIT_DOFS:
+        limit = UsdPhysics.LimitAPI(joint, dof)
+        if joint.HasAPI(UsdPhysics.LimitAPI, dof):
+            lo, hi = limit.GetLowAttr().Get(), limit.GetHighAttr().Get()
+            if lo is not None and hi is not None and lo > hi:
+                continue
+        free.append(dof)
+    return tuple(free)
+
+
+_ELEMENT_TYPES = ("MbdSpringDamper", "MbdAxialSpringDamper", "MbdRotationalSpringDamper", "MbdForce", "MbdTorque", "MbdMotor")
+
+
+def read_elements(
+    stage: Usd.Stage,
+    body_index: BodyIndex,
+    joint_index: Optional[Callable[[str], int]] = None,
+    body_scale: Optional[Callable[[str], Sequence[float]]] = None,
+) -> Elements:
+    """Every Mbd* element, bushing and NewtonJointAPI joint of the stage as SI tables."""
+    reader = _Reader(stage, body_index, joint_index, body_scale)
+    by_type: dict[str, list[Usd.Prim]] = {t: [] for t in _ELEMENT_TYPES}
+    bushing_joints, newton_joints = [], []
+    for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
+        t = prim.GetTypeName()
+        if t in by_type:
+            by_type[t].append(prim)
+        applied = prim.GetAppliedSchemas()
+        if "MbdBushingAPI" in applied:
+            bushing_joints.append(prim)
+        if "NewtonJointAPI" in applied:
+            newton_joints.append(prim)
+    spring_dampers = reader.spring_dampers(by_type["MbdSpringDamper"])
+    axial = reader.axial(by_type["MbdAxialSpringDamper"])
+    rotational = reader.rotational(by_type["MbdRotationalSpringDamper"])
+    loads = reader.loads(by_type["MbdForce"] + by_type["MbdTorque"])
+    motors = reader.motors(by_type["MbdMotor"])
+    bushings = reader.bushings(bushing_joints)
+    joint_dofs = reader.joint_dofs(newton_joints)
+    return Elements(
+        units=reader.units,
+        spring_dampers=spring_dampers,
+        axial_spring_dampers=axial,
+        rotational_spring_dampers=rotational,
+        loads=loads,
+        motors=motors,
+        bushings=bushings,
+        joint_dofs=joint_dofs,
+        functions=reader.functions.pack(),
+    )
