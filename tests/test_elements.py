@@ -31,7 +31,12 @@ def stage_from(body: str, mpu: float = 1.0, kpu: float = 1.0, tcps: float = 24.0
 def Xform "W" {{
     def Xform "A" ( prepend apiSchemas = ["PhysicsRigidBodyAPI"] ) {{}}
     def Xform "B" ( prepend apiSchemas = ["PhysicsRigidBodyAPI"] ) {{}}
-    def Xform "Static" ( prepend apiSchemas = ["PhysicsRigidBodyAPI"] ) {{}}
+    def Xform "Static" ( prepend apiSchemas = ["PhysicsRigidBodyAPI"] ) {{
+        double3 xformOp:translate = (10, 0, 0)
+        float3 xformOp:rotateXYZ = (0, 0, 90)
+        float3 xformOp:scale = (2, 2, 2)
+        uniform token[] xformOpOrder = ["xformOp:translate", "xformOp:rotateXYZ", "xformOp:scale"]
+    }}
     def Xform "NotABody" {{}}
     def PhysicsRevoluteJoint "Rev" {{
         rel physics:body0 = </W/A>
@@ -123,6 +128,35 @@ def test_spring_damper_map_read_row_major():
     np.testing.assert_array_equal(sd.laws.data[li[fl.LI_MAP_OFF]:li[fl.LI_MAP_OFF] + 11], [0, 1, 2, -1, 1, 0, 10, 30, 5, 15, 35])
 
 
+def test_static_body_points_and_frames_go_to_world():
+    e = read(stage_from('''
+    def MbdSpringDamper "S" {
+        rel mbd:body0 = </W/Static>
+        rel mbd:body1 = </W/A>
+        point3d mbd:localPos0 = (1, 0, 0)
+        point3d mbd:localPos1 = (1, 0, 0)
+    }
+    def MbdRotationalSpringDamper "R" {
+        rel mbd:body0 = </W/Static>
+        rel mbd:body1 = </W/A>
+    }
+    def MbdForce "F" {
+        rel mbd:body0 = </W/Static>
+        rel mbd:body1 = </W/A>
+        uniform token mbd:resolveIn = "body0"
+        vector3d mbd:force = (1, 0, 0)
+    }''', mpu=0.5))
+    sd = e.spring_dampers
+    # static prim: translate (10, 0, 0), Rz 90, scale 2 -> local (1, 0, 0) is world (10, 2, 0) units
+    np.testing.assert_allclose(sd.local_pos0[0], [5.0, 1.0, 0.0], rtol=RTOL, atol=1e-14)
+    np.testing.assert_array_equal(sd.local_pos1[0], [0.5, 0, 0])  # dynamic body: its prim frame
+    h = math.sqrt(0.5)
+    np.testing.assert_allclose(e.rotational_spring_dampers.local_rot0[0], [0, 0, h, h], rtol=RTOL, atol=1e-15)
+    np.testing.assert_array_equal(e.rotational_spring_dampers.local_rot1[0], [0, 0, 0, 1])
+    assert e.loads.resolve_in.tolist() == [RESOLVE_WORLD]  # axes of the static body, folded in
+    np.testing.assert_allclose(e.loads.world_rot[0], [0, 0, h, h], rtol=RTOL, atol=1e-15)
+
+
 def test_body_scale_multiplies_attachment_points():
     sd = read(stage_from(SPRING), body_scale=lambda p: (2.0, 2.0, 0.5) if p == "/W/A" else (1.0, 1.0, 1.0)).spring_dampers
     np.testing.assert_array_equal(sd.local_pos0[0], [2, 4, 1.5])
@@ -144,7 +178,8 @@ def test_axial_spring_damper():
         bool mbd:active = false
     }''', mpu=0.1)).axial_spring_dampers
     assert ax.body0.tolist() == [-1] and ax.body1.tolist() == [0]
-    np.testing.assert_allclose(ax.axis[0], [0, 0.6, 0.8], rtol=RTOL)
+    # body0 is static (index -1): its axis is rotated into the world (Rz 90: y -> -x)
+    np.testing.assert_allclose(ax.axis[0], [-0.6, 0, 0.8], rtol=RTOL, atol=1e-15)
     assert ax.stiffness[0] == 2000 and ax.damping[0] == 20  # force/distance = kpu: unchanged
     np.testing.assert_allclose([ax.offset[0], ax.velocity_offset[0], ax.force[0]], [1.0, 0.1, 0.3], rtol=RTOL)
     assert ax.active.tolist() == [0]

@@ -11,7 +11,9 @@ body; it may raise KeyError for a prim it does not simulate) and, optionally,
 stays named by its path) and ``body_scale(path: str) -> (sx, sy, sz)`` (the body prim's
 world scale; local attachment points are authored in the scaled prim frame, so they are
 multiplied by it, exactly like a joint's localPos). Empty body relationships are -1
-without a call.
+without a call. A relationship to a body the solver treats as static (body_index -> -1)
+is folded into the world: its attachment points, axes and frames are transformed by that
+prim's world transform here, so every row with body -1 is in world coordinates.
 
 Units (docs/forces.md has the table): lengths x metersPerUnit, masses x kilogramsPerUnit,
 forces x kpu*mpu, torques x kpu*mpu^2; every angle, angular speed, per-degree stiffness or
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import numpy as np
-from pxr import Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.check import LIMIT_DOFS, valid_dofs_for_joint
 from usdphys.errors import UsdphysError
@@ -166,6 +168,9 @@ class Loads:
     body1: np.ndarray = field(default_factory=_i)
     local_pos1: np.ndarray = field(default_factory=lambda: _f(0, 3))  # m, body1 prim frame (0 for torques)
     resolve_in: np.ndarray = field(default_factory=_i)  # RESOLVE_WORLD / BODY0 / BODY1
+    # xyzw; for RESOLVE_WORLD rows the vector is rotated by it (identity unless resolveIn
+    # named a static body, whose fixed axes are folded in here)
+    world_rot: np.ndarray = field(default_factory=lambda: _f(0, 4))
     vector_fn: np.ndarray = field(default_factory=lambda: np.zeros((0, 3), dtype=np.int32))
     scale_fn: np.ndarray = field(default_factory=_i)
 
@@ -315,6 +320,23 @@ def _token(prim: Usd.Prim, name: str, allowed: Sequence[str], default: str) -> s
     return str(value)
 
 
+def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    ])
+
+
+def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    u, w = q[:3], q[3]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
 def _target(prim: Usd.Prim, name: str) -> Optional[Usd.Prim]:
     rel = prim.GetRelationship(name)
     targets = rel.GetTargets() if rel else []
@@ -349,6 +371,7 @@ class _Reader:
         self.joint_index = joint_index
         self.body_scale = body_scale
         self.functions = TimeFunctionTable()
+        self.static: dict[str, Gf.Matrix4d] = {}  # world transforms of static bodies met
 
     # -- shared pieces -------------------------------------------------------------------
     def body(self, prim: Usd.Prim, name: str) -> tuple[int, Optional[str]]:
@@ -359,15 +382,33 @@ class _Reader:
         if not target.HasAPI(UsdPhysics.RigidBodyAPI):
             raise UsdphysError(f"{_where(prim, name)} points at {path}, which is not a rigid body (PhysicsRigidBodyAPI)")
         try:
-            return int(self.body_index(path)), path
+            index = int(self.body_index(path))
         except KeyError:
             raise UsdphysError(f"{_where(prim, name)} points at {path}, which the model does not simulate") from None
+        if index < 0:
+            self.static[path] = UsdGeom.Xformable(target).ComputeLocalToWorldTransform(Usd.TimeCode.Default()) \
+                if target.IsA(UsdGeom.Xformable) else Gf.Matrix4d(1.0)
+        return index, path
 
     def point(self, prim: Usd.Prim, name: str, body_path: Optional[str]) -> np.ndarray:
-        p = _vec(prim, name) * self.units.length
+        """Attachment point in metres: in the body prim frame (times body_scale) for a
+        simulated body, in WORLD coordinates for a static body (index -1 with a target)."""
+        p = _vec(prim, name)
+        if body_path in self.static:
+            return np.array(self.static[body_path].Transform(Gf.Vec3d(*p)), dtype=np.float64) * self.units.length
+        p = p * self.units.length
         if body_path is not None and self.body_scale is not None:
             p = p * np.asarray(self.body_scale(body_path), dtype=np.float64)
         return p
+
+    def static_rotation(self, body_path: Optional[str]) -> np.ndarray:
+        """xyzw rotation of a static body's prim frame in the world; identity otherwise."""
+        if body_path not in self.static:
+            return np.array([0.0, 0.0, 0.0, 1.0])
+        m = Gf.Matrix4d(self.static[body_path]).RemoveScaleShear()
+        q = m.ExtractRotationQuat()
+        im = q.GetImaginary()
+        return np.array([im[0], im[1], im[2], q.GetReal()], dtype=np.float64)
 
     def joint(self, path: str) -> int:
         return int(self.joint_index(path)) if self.joint_index is not None else -1
@@ -507,7 +548,8 @@ class _Reader:
             active = prim.GetAttribute("mbd:active").Get()
             out.paths.append(str(prim.GetPath()))
             rows.append((
-                i0, i1, self.point(prim, "mbd:localPos0", path0), self.point(prim, "mbd:localPos1", path1), axis / norm,
+                i0, i1, self.point(prim, "mbd:localPos0", path0), self.point(prim, "mbd:localPos1", path1),
+                _rotate(self.static_rotation(path0), axis / norm),
                 _scalar(prim, "mbd:stiffness") * u.mass, _scalar(prim, "mbd:damping") * u.mass,
                 _scalar(prim, "mbd:offset") * u.length, _scalar(prim, "mbd:velocityOffset") * u.length,
                 _scalar(prim, "mbd:force") * u.force, 0 if active is False else 1,
@@ -545,8 +587,8 @@ class _Reader:
             b1.append(i1)
             p0.append(self.point(prim, "mbd:localPos0", path0))
             p1.append(self.point(prim, "mbd:localPos1", path1))
-            r0.append(_quat(prim, "mbd:localRot0"))
-            r1.append(_quat(prim, "mbd:localRot1"))
+            r0.append(_qmul(self.static_rotation(path0), _quat(prim, "mbd:localRot0")))
+            r1.append(_qmul(self.static_rotation(path1), _quat(prim, "mbd:localRot1")))
         n = len(out.paths)
         out.body0, out.body1 = np.array(b0, np.int32), np.array(b1, np.int32)
         out.local_pos0, out.local_pos1 = np.array(p0).reshape(n, 3), np.array(p1).reshape(n, 3)
@@ -557,10 +599,10 @@ class _Reader:
     def loads(self, prims: list[Usd.Prim]) -> Loads:
         u = self.units
         out = Loads()
-        torque, b0, b1, p1, res, vfn, sfn = [], [], [], [], [], [], []
+        torque, b0, b1, p1, res, vfn, sfn, rot = [], [], [], [], [], [], [], []
         for prim in prims:
             is_torque = prim.GetTypeName() == "MbdTorque"
-            i0, _ = self.body(prim, "mbd:body0")
+            i0, path0 = self.body(prim, "mbd:body0")
             i1, path1 = self.body(prim, "mbd:body1")
             if path1 is None:
                 raise UsdphysError(f"{_where(prim, 'mbd:body1')}: {prim.GetTypeName()} needs the body it acts on")
@@ -570,7 +612,12 @@ class _Reader:
             b0.append(i0)
             b1.append(i1)
             p1.append(np.zeros(3) if is_torque else self.point(prim, "mbd:localPos1", path1))
-            res.append(RESOLVE_IDS[_token(prim, "mbd:resolveIn", tuple(RESOLVE_IDS), "world")])
+            resolve = RESOLVE_IDS[_token(prim, "mbd:resolveIn", tuple(RESOLVE_IDS), "world")]
+            frame_body = {RESOLVE_BODY0: path0, RESOLVE_BODY1: path1}.get(resolve)
+            if frame_body in self.static:  # axes of a static body: fixed, so world axes + rotation
+                resolve = RESOLVE_WORLD
+            res.append(resolve)
+            rot.append(self.static_rotation(frame_body))
             vfn.append(self.vector_signal(prim, name, u.torque if is_torque else u.force))
             s = self.time_function_api(prim, 1.0)
             sfn.append(s if s is not None else self.function(TimeFunction.constant_value(1.0, label=str(prim.GetPath()))))
@@ -578,6 +625,7 @@ class _Reader:
         out.torque, out.body0, out.body1 = np.array(torque, np.int32), np.array(b0, np.int32), np.array(b1, np.int32)
         out.local_pos1 = np.array(p1).reshape(n, 3)
         out.resolve_in = np.array(res, np.int32)
+        out.world_rot = np.array(rot, float).reshape(n, 4)
         out.vector_fn = np.array(vfn, np.int32).reshape(n, 3)
         out.scale_fn = np.array(sfn, np.int32)
         return out
