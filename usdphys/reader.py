@@ -374,22 +374,15 @@ def _has_animated_xform(prim) -> bool:
     return any(op.GetAttr().GetNumTimeSamples() > 1 for op in xf.GetOrderedXformOps())
 
 
-def _side(stage, cache, index, static_bodies_unused, rel_path, body_path, pos, rot, mpu):
-    """(body index, frame pos, frame rot) for one side of a joint, frame in body prim or world."""
-    pos = pos * mpu
-    key = str(body_path) if body_path and not body_path.isEmpty else ""
-    if key in index:
-        return index[key], pos, rot
-    target = rel_path if rel_path and not rel_path.isEmpty else body_path
-    if target is None or target.isEmpty:
-        return -1, pos, rot  # frame given in world coordinates
-    prim = stage.GetPrimAtPath(target)
-    if not prim or not prim.IsA(UsdGeom.Xformable):
-        return -1, pos, rot
-    wpos, wrot, _ = _world_pose(cache, prim)
-    from usdphys.model import quat_rotate
+def _side(index, body_path, pos, rot, mpu):
+    """(body index, frame pos, frame rot) for one side of a joint.
 
-    return -1, wpos * mpu + quat_rotate(wrot, pos), quat_mul(wrot, rot)
+    usd-core's parser gives the frame in the body's (unscaled) prim frame when the side is a
+    simulated body, and already in WORLD coordinates when it is the world, a static body or
+    any other prim (it folds that prim's transform in).
+    """
+    key = str(body_path) if body_path and not body_path.isEmpty else ""
+    return index.get(key, -1), pos * mpu, rot
 
 
 def _read_joint(stage, cache, model, index, kind, path, d, mpu, kpu, warner):
@@ -402,10 +395,8 @@ def _read_joint(stage, cache, model, index, kind, path, d, mpu, kpu, warner):
     if kind in ("CustomJoint",):
         warner(path, "joint", f"custom joint type {tname or '?'} is not simulated; ignored")
         return
-    b0, p0, r0 = _side(stage, cache, index, None, d.rel0, d.body0, _v(d.localPose0Position),
-                       _q(d.localPose0Orientation), mpu)
-    b1, p1, r1 = _side(stage, cache, index, None, d.rel1, d.body1, _v(d.localPose1Position),
-                       _q(d.localPose1Orientation), mpu)
+    b0, p0, r0 = _side(index, d.body0, _v(d.localPose0Position), _q(d.localPose0Orientation), mpu)
+    b1, p1, r1 = _side(index, d.body1, _v(d.localPose1Position), _q(d.localPose1Orientation), mpu)
     if b0 < 0 and b1 < 0:
         warner(path, "joint", "joint connects no simulated (dynamic or kinematic) body; ignored")
         return
