@@ -446,6 +446,29 @@ def capsule_box(c: Contacts, k: PairCtx, xa: wp.transformd, r: wp.float64, hh: w
             x2 = lo + GOLDEN * (hi - lo)
             f2 = box_sd_local(l0 + (l1 - l0) * x2, h)
     tm = HALF * (lo + hi)
+    # A derivative-free search resolves a smooth (quadratic) minimum only to sqrt(eps):
+    # finish exactly from the box feature nearest the segment (edge or vertex); outside
+    # the box, face minima are flat or at the ends, inside the distance is piecewise linear.
+    pm = l0 + (l1 - l0) * tm
+    if box_sd_local(pm, h) > ZERO:
+        q = wp.vec3d(wp.clamp(pm[0], -h[0], h[0]), wp.clamp(pm[1], -h[1], h[1]), wp.clamp(pm[2], -h[2], h[2]))
+        nout = int(0)
+        free = int(0)
+        for i in range(3):
+            if wp.abs(pm[i]) > h[i]:
+                nout += 1
+            else:
+                free = i
+        dl = l1 - l0
+        if nout == 3:
+            tm = wp.clamp(wp.dot(q - l0, dl) / wp.dot(dl, dl), ZERO, ONE)
+        elif nout == 2:
+            q0 = q
+            q1 = q
+            q0[free] = -h[free]
+            q1[free] = h[free]
+            s, t = seg_seg(l0, l1, q0, q1)
+            tm = s
     fm = box_sd_local(l0 + (l1 - l0) * tm, h)
     f0 = box_sd_local(l0, h)
     fe = box_sd_local(l1, h)
@@ -759,7 +782,7 @@ def mpr(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transform
             hit = bool(True)
         v4, a4, b4 = msupport(shapes, sa, xa, sb, xb, nn, infl)
         delta = wp.dot(v4 - v3, nn)
-        if delta <= f64(1.0e-13) * (ONE + wp.length(v4)) or wp.dot(v4, nn) <= ZERO:
+        if delta <= f64(1.0e-15) * (ONE + wp.length(v4)) or wp.dot(v4, nn) <= ZERO:
             break
         t = wp.cross(v4, v0)
         if wp.dot(v1, t) > ZERO:
