@@ -737,7 +737,7 @@ class _Reader:
             damping = val("newton:damping") if "newton:damping" in scalar_names else 0.0
             visc = val("newton:viscousDamping") if "newton:viscousDamping" in scalar_names else damping
             if dyn > st:
-                raise UsdphysError(f"{path}: dynamic friction {dyn} exceeds static friction {st}")
+                raise UsdphysError(f"{path}: newton:dynamicFrictionEffort {dyn} exceeds newton:staticFrictionEffort {st} (scalar form)")
             return [(path, jidx, dof, arm, st, dyn, visc, 1) for dof in free_dofs(prim)]
         dofs = [str(t) for t in (prim.GetAttribute("newton:dofs").Get() or [])]
         allowed = valid_dofs_for_joint(prim)
