@@ -240,7 +240,7 @@ class _Reader:
 
     # -- material ------------------------------------------------------------------------
     def _bound_material(self, prim):
-        mat, _rel = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial(UsdShade.Tokens.physics)
+        mat, _rel = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial("physics")
         if not mat:
             return None
         mprim = mat.GetPrim()
