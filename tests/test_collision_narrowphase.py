@@ -405,3 +405,39 @@ def test_candidate_pairs_filtering():
     # every pair is ordered by type then index
     for a, b in candidate_pairs(t).tolist():
         assert (t.type[a], a) < (t.type[b], b)
+
+
+def test_random_scenes_invariants_every_pair_type():
+    """Random overlapping poses of every shape type: contacts are finite, normals unit,
+    and point1 - point0 = -depth * normal (for MPR by construction of its two points)."""
+    cube = np.array([[x, y, z] for x in (-0.2, 0.2) for y in (-0.3, 0.3) for z in (-0.25, 0.25)])
+    specs = [dict(type=SHAPE_PLANE, body=-1), dict(type=SHAPE_SPHERE, body=0, dims=(0.25, 0, 0)),
+             dict(type=SHAPE_CAPSULE, body=1, dims=(0.1, 0.3, 0)), dict(type=SHAPE_BOX, body=2, dims=(0.3, 0.2, 0.25)),
+             dict(type=SHAPE_CYLINDER, body=3, dims=(0.2, 0.25, 0)), dict(type=SHAPE_CONVEX, body=4, verts=cube),
+             dict(type=SHAPE_BOX, body=5, dims=(0.25, 0.25, 0.1), contact_radius=0.02)]
+    rng = np.random.default_rng(7)
+    W = 40
+    worlds = []
+    for _ in range(W):
+        poses = []
+        for _b in range(6):
+            q = rng.normal(size=4)
+            poses.append((rng.uniform(-0.35, 0.35, size=3) + (0, 0, 0.3), q / np.linalg.norm(q)))
+        worlds.append(poses)
+    res = collide(specs, worlds, margin=0.01, worlds=W).numpy()
+    t = table_from_specs(specs)
+    seen = set()
+    for c in res:
+        for i in range(len(c["depth"])):
+            n = c["normal"][i]
+            assert np.all(np.isfinite(c["point0"][i])) and np.all(np.isfinite(c["point1"][i]))
+            assert np.linalg.norm(n) == pytest.approx(1.0, abs=1e-12)
+            assert c["depth"][i] >= -0.01 - 1e-12
+            assert c["depth"][i] < 1.0  # nothing deeper than the shapes are large
+            ta, tb = t.type[c["shape0"][i]], t.type[c["shape1"][i]]
+            seen.add((int(ta), int(tb)))
+            gap = c["point1"][i] - c["point0"][i]
+            tol = 1e-10  # MPR places its two points symmetrically about the portal point
+            assert gap == pytest.approx(-c["depth"][i] * n, abs=tol), (ta, tb)
+    assert len(seen) >= 15  # most of the 20 type pairs actually met
+

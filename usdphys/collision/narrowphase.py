@@ -805,17 +805,29 @@ def mpr(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transform
                 b1 = b4
     if not hit:
         return False, nz, ZERO, a1, b1
-    depth = wp.dot(nn, v1)
-    p = nn * depth  # origin projected on the portal plane: barycentric weights of the witnesses
-    w1 = wp.dot(wp.cross(v2 - p, v3 - p), nn)
-    w2 = wp.dot(wp.cross(v3 - p, v1 - p), nn)
-    w3 = wp.dot(wp.cross(v1 - p, v2 - p), nn)
+    # Depth along nn: the support of M in that direction (exact for that direction, and
+    # the same for every point of a flat face). Location: the barycentric combination of
+    # the witnesses at a point of the portal triangle; the two points are then placed
+    # symmetrically about it so that pb - pa = -depth * nn exactly.
+    v4, a4, b4 = msupport(shapes, sa, xa, sb, xb, nn, infl)
+    depth = wp.dot(nn, v4)
+    # prefer the origin's projection on the portal (exact on flat faces); where it falls
+    # outside the portal triangle (curved parts), the ray's hit point, which cannot
+    x = nn * wp.dot(nn, v1)
+    w1 = wp.dot(wp.cross(v2 - x, v3 - x), nn)
+    w2 = wp.dot(wp.cross(v3 - x, v1 - x), nn)
+    w3 = wp.dot(wp.cross(v1 - x, v2 - x), nn)
     ws = w1 + w2 + w3
-    if wp.abs(ws) < f64(1.0e-30):
-        return True, nn, depth, a1, b1
-    pa = (a1 * w1 + a2 * w2 + a3 * w3) / ws
-    pb = (b1 * w1 + b2 * w2 + b3 * w3) / ws
-    return True, nn, depth, pa, pb
+    if wp.min(wp.min(w1, w2), w3) < -f64(1.0e-9) * wp.abs(ws):
+        x = v0 * (wp.dot(nn, v1) / wp.dot(nn, v0))
+        w1 = wp.dot(wp.cross(v2 - x, v3 - x), nn)
+        w2 = wp.dot(wp.cross(v3 - x, v1 - x), nn)
+        w3 = wp.dot(wp.cross(v1 - x, v2 - x), nn)
+        ws = w1 + w2 + w3
+    mid = HALF * (a1 + b1)
+    if wp.abs(ws) > f64(1.0e-30):
+        mid = HALF * ((a1 + b1) * w1 + (a2 + b2) * w2 + (a3 + b3) * w3) / ws
+    return True, nn, depth, mid + nn * (HALF * depth), mid - nn * (HALF * depth)
 
 
 @wp.func
