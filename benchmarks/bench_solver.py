@@ -11,7 +11,6 @@ largest distance between the two anchor points of any joint at the end of the ru
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import subprocess
 import sys

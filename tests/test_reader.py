@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import usdphys  # noqa: F401  (schemas registered before any stage)
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
 from usdphys.reader import read_stage

@@ -18,10 +18,10 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from pxr import Sdf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError, warn
-from usdphys.model import Model, matrix_to_quat, quat_mul
+from usdphys.model import Model, matrix_to_quat
 
 DEG = math.pi / 180.0
 DEFAULT_DENSITY_SI = 1000.0  # kg/m^3, UsdPhysics' default when nothing is authored

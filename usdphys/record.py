@@ -19,7 +19,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
 from usdphys.errors import UsdphysError
 from usdphys.fileio import check_output_path, export_layer_atomic
-from usdphys.model import quat_mul, quat_to_matrix
+from usdphys.model import quat_to_matrix
 
 
 def _np_mat(m) -> np.ndarray:
