@@ -143,10 +143,34 @@ def _quats_from_mats(m: np.ndarray) -> np.ndarray:
     return q
 
 
+def _merge_missing(src: Sdf.Layer, dst: Sdf.Layer) -> None:
+    """Copy src's opinions into dst as overs wherever dst has none (dst's own ones win)."""
+
+    def visit(path: Sdf.Path) -> None:
+        spec = src.GetObjectAtPath(path)
+        if path.IsPrimPath():
+            if not dst.GetPrimAtPath(path):
+                Sdf.CreatePrimInLayer(dst, path).specifier = Sdf.SpecifierOver
+            for prop in spec.properties:
+                if not dst.GetObjectAtPath(prop.path):
+                    Sdf.CopySpec(src, prop.path, dst, prop.path)
+            for child in spec.nameChildren:
+                visit(child.path)
+
+    for child in src.pseudoRoot.nameChildren:
+        visit(child.path)
+
+
 def write_result(stage: Usd.Stage, body_paths, positions, orientations, fps, output_path, meters_per_unit,
-                 input_path=None) -> Path:
-    """Build the layer and write it atomically; never overwrites the input."""
+                 input_path=None, extra_layer: Sdf.Layer | None = None) -> Path:
+    """Build the layer and write it atomically; never overwrites the input.
+
+    extra_layer (e.g. the session layer holding SNAP's solved transforms) is merged under
+    the time samples, so the result shows the same assembled stage the solver saw.
+    """
     out = check_output_path(output_path, input_path or stage.GetRootLayer().realPath)
     layer = build_layer(stage, body_paths, positions, orientations, fps, out, meters_per_unit)
+    if extra_layer is not None:
+        _merge_missing(extra_layer, layer)
     export_layer_atomic(layer, out)
     return out

@@ -37,6 +37,7 @@ class Result:
     max_constraint_error: np.ndarray  # (W,) largest joint residual after any step (m or rad)
     stage: object = field(default=None, repr=False)
     input_path: str | None = None
+    assembly_layer: object = field(default=None, repr=False)  # SNAP's transforms (session layer), if any
 
     def write(self, path: str | os.PathLike, world: int = 0):
         """Write world `world` as a new layer over the input (atomic; the input is never touched)."""
@@ -47,7 +48,39 @@ class Result:
         from usdphys.record import write_result
 
         return write_result(self.stage, self.body_paths, self.positions[:, world], self.orientations[:, world],
-                            self.fps, path, self.model.meters_per_unit, self.input_path)
+                            self.fps, path, self.model.meters_per_unit, self.input_path,
+                            extra_layer=self.assembly_layer)
+
+
+def _assemble_if_needed(stage):
+    """SNAP-assemble a stage that uses mate connectors, in its session layer (input untouched).
+
+    Only stages with MbdMateAPI joints are assembled: a plain UsdPhysics stage simulates as
+    authored. Returns the session layer holding the solved transforms (the result layer
+    carries them), or None. Unresolved bodies are never guessed: that is an error.
+    """
+    from pxr import Usd
+
+    from usdphys.assemble import assemble, needs_assembly
+
+    if not any(p.HasAPI("MbdMateAPI") for p in stage.Traverse(Usd.PrimDefaultPredicate)):
+        return None
+    if not needs_assembly(stage):
+        return None
+    session = stage.GetSessionLayer()
+    previous = stage.GetEditTarget()
+    stage.SetEditTarget(Usd.EditTarget(session))
+    try:
+        report = assemble(stage)
+    finally:
+        stage.SetEditTarget(previous)
+    if not report.complete:
+        raise UsdphysError(
+            "the stage uses mate connectors but SNAP could not place everything:\n"
+            + report.summary()
+            + "\nrun `usdphys assemble` to see the report, then fix the mates or author the transforms"
+        )
+    return session
 
 
 def _positive(name, value):
@@ -97,6 +130,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     stage = None
     input_path = None
     defaults = None
+    assembly_layer = None
     if isinstance(stage_or_path, Model):
         model = stage_or_path
     elif stage_or_path is not None:
@@ -107,6 +141,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
             stage = reader.open_stage(input_path)
         else:
             stage = stage_or_path
+        assembly_layer = _assemble_if_needed(stage)
         read_model, defaults = reader.read_stage(stage)
         model = model or read_model
     if model is None:
@@ -132,4 +167,5 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     pos, rot = model.prim_from_com(run.pos, run.rot)
     return Result(times=np.arange(frames + 1) / fps, body_paths=list(model.body_paths), positions=pos,
                   orientations=rot, fps=fps, dt=h, substeps=substeps, model=model,
-                  max_constraint_error=run.max_constraint_error, stage=stage, input_path=input_path)
+                  max_constraint_error=run.max_constraint_error, stage=stage, input_path=input_path,
+                  assembly_layer=assembly_layer)
