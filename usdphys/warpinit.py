@@ -1,0 +1,43 @@
+"""Initialise Warp once, quietly.
+
+Warp's native library prints "Could not find or load the NVIDIA CUDA driver" to the
+process's stderr on every machine without a GPU (CI, most laptops). That line is not news
+to a CPU user, so it is filtered out; anything else Warp prints during init is passed on.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+import warp as wp
+
+_NOISE = "Could not find or load the NVIDIA CUDA driver"
+_done = False
+
+
+def init_warp() -> None:
+    global _done
+    if _done:
+        return
+    wp.config.quiet = True
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # stderr replaced (e.g. captured): plain init
+        wp.init()
+        _done = True
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    with tempfile.TemporaryFile(mode="w+b") as capture:
+        os.dup2(capture.fileno(), fd)
+        try:
+            wp.init()
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
+        capture.seek(0)
+        for line in capture.read().decode(errors="replace").splitlines():
+            if _NOISE not in line:
+                print(line, file=sys.stderr)
+    _done = True
