@@ -15,6 +15,7 @@ import numpy as np
 import warp as wp
 
 from usdphys.errors import UsdphysError, warn
+from usdphys.warpinit import init_warp
 from usdphys.model import Model
 from usdphys.solver import step as K
 
@@ -45,7 +46,7 @@ def _arr(data, dtype, device, shape=None):
 
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL):
-        wp.init()
+        init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model
         try:
             self.device = wp.get_device(device)
