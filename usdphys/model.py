@@ -172,6 +172,14 @@ class Model:
     joint_dist_max: np.ndarray = field(default_factory=lambda: np.zeros(0))
     joint_is_distance: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
+    # contact (issue #7; usdphys.solver.contact, docs/contact.md): collision shapes
+    # (usdphys.collision.ShapeTable, poses in the body PRIM frames) or None; "nsc" (hard) or
+    # "smc" (compliant); body pairs that never collide (None: every pair joined by a joint,
+    # the UsdPhysics default physics:collisionEnabled = false). Shared by all worlds.
+    shapes: object = None
+    contact_method: str = "nsc"
+    contact_exclude: list | None = None
+
     # stage facts the recorder needs
     meters_per_unit: float = 1.0
     kilograms_per_unit: float = 1.0

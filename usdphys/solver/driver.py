@@ -18,6 +18,7 @@ from usdphys.errors import UsdphysError, warn
 from usdphys.warpinit import init_warp
 from usdphys.model import Model
 from usdphys.solver import step as K
+from usdphys.solver.contact import ContactOptions, contact_stats, setup_contact
 
 # Newton stopping tolerance on hard-constraint residuals (m, or rad for angular rows):
 # a few hundred ulps of a 1 m coordinate in double precision; tests ask for 1e-8 m.
@@ -45,7 +46,8 @@ def _arr(data, dtype, device, shape=None):
 
 
 class Solver:
-    def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL):
+    def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL,
+                 contact: ContactOptions | None = None):
         init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model
         try:
@@ -131,6 +133,8 @@ class Solver:
         dg.init_row = wp.full(W, -1, dtype=wp.int32, device=dev)
         self.dg = dg
         self.counter = wp.zeros(1, dtype=wp.int32, device=dev)
+        # contact (issue #7): shapes, candidate pairs and per-world contact buffers
+        self.cm, self.cs, self.contact_info = setup_contact(model, W, R, dev, contact)
 
     # ------------------------------------------------------------------
     def run(self, frames: int, substeps: int, dt: float,
@@ -151,8 +155,8 @@ class Solver:
             vel[:, :B] -= np.where(dyn[..., None], 0.5 * dt * np.asarray(self.model.gravity, float), 0.0)
             self.st.vel.assign(vel)
             self._started = True
-        wp.launch(K.assemble_worlds, dim=W, inputs=[self.m, self.st, self.sc, self.dg, tol, out_pos, out_rot],
-                  device=dev)
+        wp.launch(K.assemble_worlds, dim=W,
+                  inputs=[self.m, self.st, self.sc, self.dg, self.cm, self.cs, tol, out_pos, out_rot], device=dev)
         self._report_assembly()
         self.dg.max_error.zero_()
         self.counter.zero_()
@@ -162,7 +166,8 @@ class Solver:
         done = 0
         while done < frames:
             n = min(chunk, frames - done)
-            args = [self.m, self.st, self.sc, self.dg, out_pos, out_rot, self.counter, n, substeps, h, tol]
+            args = [self.m, self.st, self.sc, self.dg, self.cm, self.cs, out_pos, out_rot, self.counter, n, substeps, h,
+                    tol]
             if dev.is_cuda and n == chunk and frames // chunk >= 2:
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
@@ -179,6 +184,7 @@ class Solver:
                 self._raise_blowup(status, dt)
             if progress is not None:
                 progress(done, frames)
+        self._report_contact()
         pos = out_pos.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
         rot = out_rot.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
         return SolverRun(pos=pos, rot=rot, max_constraint_error=self.dg.max_error.numpy().copy())
@@ -195,6 +201,19 @@ class Solver:
             return "?"
         j = int(self.rows.source[row])
         return self.model.joint_paths[j] if 0 <= j < self.model.joint_count else "?"
+
+    def contact_stats(self) -> dict:
+        """Per-world contact diagnostics: dropped contacts, most PGS sweeps, unconverged steps."""
+        return contact_stats(self.cs)
+
+    def _report_contact(self) -> None:
+        if self.cm.n_pairs == 0:
+            return
+        dropped = self.cs.dropped.numpy()
+        if dropped.any():
+            warn(f"contact buffer full ({self.contact_info['capacity']} contacts per world): {int(dropped.sum())} "
+                 "contacts were dropped; pass a larger ContactOptions(capacity=...) to the Solver")
+            self.cs.dropped.zero_()
 
     def _report_assembly(self) -> None:
         err = self.dg.init_error.numpy()

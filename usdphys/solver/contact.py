@@ -1,0 +1,731 @@
+"""Contact response in the solver (issue #7): hard (NSC) and compliant (SMC) contact.
+
+docs/solver.md ("Contact") has the derivation; in short, per step and per world (one thread):
+
+1. ``contact_begin``: the narrow phase (``collide_world``) runs on the COM-frame poses at the
+   step start with a speculative margin; every contact gets a normal and two tangent rows
+   (Jacobians frozen at x_n, like the joint rows), a 3x3 Delassus block, a velocity target
+   (speculative gap, Newton's impact law, or the implicit spring-damper of a compliant
+   contact) and a warm start from the matched contact of the previous step.
+2. ``contact_solve``: projected Gauss-Seidel on the contact impulses, starting from the
+   velocities the joint solve produced without contact; after every sweep the joint rows are
+   re-imposed through the already factorised joint matrix (block Gauss-Seidel: contacts and
+   joints converge to one consistent solution). A second, position-only set of impulses
+   (split impulse) removes penetration beyond a slop without touching velocities.
+3. ``contact_kick``: the contact impulses are added to the predictor (v*, L) and the joint
+   solve runs again, exactly, with them (step.py); the contact cache is written.
+4. ``contact_end``: after the commit, the position-only velocity is taken out again.
+
+All functions take plain arrays (not the step's structs) so this module does not import
+step.py. Host-side setup is `setup_contact` at the bottom.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+
+from usdphys.collision.narrowphase import (
+    Contacts,
+    ShapeData,
+    allocate_contacts,
+    any_perp,
+    collide_world,
+    max_contacts,
+    shape_data,
+)
+from usdphys.solver.ldl import ldl_solve as ldl_solve_rows
+
+wp.set_module_options({"enable_backward": False})
+
+f64 = wp.float64
+
+KIND_OFF = wp.constant(-1)  # no force this step (compliant contact not touching, no dynamic body)
+KIND_HARD = wp.constant(0)  # non-smooth: lambda_n >= 0 _|_ u_n - b_n >= 0
+KIND_SOFT = wp.constant(1)  # compliant: implicit spring-damper, lambda_n >= 0
+
+# Chrono's default effective radius of curvature (m) where both surfaces are flat (box, plane,
+# hull): Hertz needs one; ChCollisionInfo uses 0.1 m.
+DEFAULT_CURVATURE_RADIUS = 0.1
+
+
+@wp.struct
+class ContactModel:
+    """Shared by all worlds: shapes, candidate pairs, materials, solver parameters."""
+
+    n_pairs: int
+    shapes: ShapeData
+    pairs: wp.array(dtype=wp.vec2i)
+    mu_s: wp.array(dtype=wp.float64)  # per shape
+    mu_d: wp.array(dtype=wp.float64)
+    rest: wp.array(dtype=wp.float64)
+    hertz_c: wp.array(dtype=wp.float64)  # (1 - nu^2) / E, 1/Pa
+    kappa: wp.array(dtype=wp.float64)  # surface curvature 1/R (0: flat), 1/m
+    kn: wp.array(dtype=wp.float64)  # explicit normal stiffness N/m (nan: unauthored)
+    gn: wp.array(dtype=wp.float64)  # explicit normal damping N s/m (nan: unauthored)
+    soft: wp.array(dtype=wp.int32)  # 1: the material asks for compliant contact (explicit kn)
+    reach: wp.array(dtype=wp.float64)  # per body: farthest shape point from the COM, m
+    smc: int  # 1: the scene asks for compliant contact everywhere
+    margin: wp.float64  # minimum speculative margin, m
+    slop: wp.float64  # penetration left alone by the position correction, m
+    v_bounce: wp.float64  # below this approach speed restitution is 0, m/s (plus 2 |g| h)
+    v_stick: wp.float64  # below this slip speed static friction applies, m/s (plus |g| h)
+    max_sweeps: int
+    tol: wp.float64  # PGS stops when no contact velocity changes by more, m/s
+
+
+@wp.struct
+class ContactState:
+    """Per-world contact buffers ([W, C] contacts, [W, B] bodies, [W, R] joint rows)."""
+
+    c: Contacts
+    bq: wp.array2d(dtype=wp.transformd)  # COM-frame poses handed to the narrow phase
+    kind: wp.array2d(dtype=wp.int32)
+    dirs: wp.array2d(dtype=wp.mat33d)  # rows n, t1, t2
+    a0: wp.array2d(dtype=wp.mat33d)  # rows r0 x d
+    a1: wp.array2d(dtype=wp.mat33d)  # rows r1 x d
+    b0: wp.array2d(dtype=wp.mat33d)  # Iinv0 a0^T (columns: angular velocity per unit impulse)
+    b1: wp.array2d(dtype=wp.mat33d)
+    kblk: wp.array2d(dtype=wp.mat33d)  # Delassus block J M^-1 J^T of the contact
+    lam: wp.array2d(dtype=wp.vec3d)  # impulses (n, t1, t2), N s
+    plam: wp.array2d(dtype=wp.float64)  # position-only normal impulse
+    bn: wp.array2d(dtype=wp.float64)  # normal velocity target (hard)
+    bp: wp.array2d(dtype=wp.float64)  # position-correction velocity target (hard)
+    gam: wp.array2d(dtype=wp.float64)  # compliance 1 / (h (h k + c)) (soft)
+    f0h: wp.array2d(dtype=wp.float64)  # h F(depth) (soft)
+    mu: wp.array2d(dtype=wp.float64)
+    imp: wp.array2d(dtype=wp.float64)  # approach speed of a contact that lands this step
+    point: wp.array2d(dtype=wp.vec3d)  # contact point (midpoint), world
+    # the previous step's contacts, for warm starts and pending impacts
+    prev_count: wp.array(dtype=wp.int32)
+    prev_pair: wp.array2d(dtype=wp.int32)
+    prev_point: wp.array2d(dtype=wp.vec3d)
+    prev_lam: wp.array2d(dtype=wp.vec3d)  # world impulse vector
+    prev_imp: wp.array2d(dtype=wp.float64)
+    prev_slip: wp.array2d(dtype=wp.float64)
+    # per body: velocity changes from contact (+ the joints' reaction), and position-only ones
+    dv: wp.array2d(dtype=wp.vec3d)
+    dw: wp.array2d(dtype=wp.vec3d)
+    pv: wp.array2d(dtype=wp.vec3d)
+    pw: wp.array2d(dtype=wp.vec3d)
+    # per joint row: impulse changes from the block Gauss-Seidel coupling
+    jlam: wp.array2d(dtype=wp.float64)
+    pjlam: wp.array2d(dtype=wp.float64)
+    # diagnostics per world
+    dropped: wp.array(dtype=wp.int32)  # contacts dropped for lack of capacity (summed over steps)
+    sweeps: wp.array(dtype=wp.int32)  # most PGS sweeps any step needed
+    unconverged: wp.array(dtype=wp.int32)  # steps that hit max_sweeps
+
+
+@wp.func
+def _vel(v: wp.array2d(dtype=wp.vec3d), dv: wp.array2d(dtype=wp.vec3d), w: int, b: int) -> wp.vec3d:
+    if b < 0:
+        return wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
+    return v[w, b] + dv[w, b]
+
+
+@wp.func
+def _get(v: wp.array2d(dtype=wp.vec3d), w: int, b: int) -> wp.vec3d:
+    if b < 0:
+        return wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
+    return v[w, b]
+
+
+@wp.func
+def _rows(a: wp.vec3d, b: wp.vec3d, c: wp.vec3d) -> wp.mat33d:
+    return wp.mat33d(a[0], a[1], a[2], b[0], b[1], b[2], c[0], c[1], c[2])
+
+
+@wp.func
+def _rel_vel(D: wp.mat33d, A0: wp.mat33d, A1: wp.mat33d, v0: wp.vec3d, w0: wp.vec3d, v1: wp.vec3d,
+             w1: wp.vec3d) -> wp.vec3d:
+    """Velocity of body 1's contact point relative to body 0's along (n, t1, t2)."""
+    return D * (v1 - v0) + A1 * w1 - A0 * w0
+
+
+@wp.func
+def _apply(cs: ContactState, w: int, k: int, b0: int, b1: int, im0: wp.float64, im1: wp.float64,
+           dl: wp.vec3d):
+    """Add the velocity change of impulse dl (n, t1, t2 components) to both bodies."""
+    lin = wp.transpose(cs.dirs[w, k]) * dl
+    if b1 >= 0:
+        cs.dv[w, b1] = cs.dv[w, b1] + im1 * lin
+        cs.dw[w, b1] = cs.dw[w, b1] + cs.b1[w, k] * dl
+    if b0 >= 0:
+        cs.dv[w, b0] = cs.dv[w, b0] - im0 * lin
+        cs.dw[w, b0] = cs.dw[w, b0] - cs.b0[w, k] * dl
+
+
+@wp.func
+def _apply_pos(cs: ContactState, w: int, k: int, b0: int, b1: int, im0: wp.float64, im1: wp.float64,
+               dp: wp.float64):
+    """Position-only (pseudo) velocity change of a normal impulse dp."""
+    dl = wp.vec3d(dp, f64(0.0), f64(0.0))
+    lin = wp.transpose(cs.dirs[w, k]) * dl
+    if b1 >= 0:
+        cs.pv[w, b1] = cs.pv[w, b1] + im1 * lin
+        cs.pw[w, b1] = cs.pw[w, b1] + cs.b1[w, k] * dl
+    if b0 >= 0:
+        cs.pv[w, b0] = cs.pv[w, b0] - im0 * lin
+        cs.pw[w, b0] = cs.pw[w, b0] - cs.b0[w, k] * dl
+
+
+@wp.func
+def _beta(e: wp.float64) -> wp.float64:
+    """Damping ratio factor of Chrono's SMC models, ln e / sqrt(ln^2 e + pi^2) (<= 0)."""
+    if e <= f64(1.0e-12):
+        return f64(-1.0)
+    if e >= f64(1.0):
+        return f64(0.0)
+    le = wp.log(e)
+    return le / wp.sqrt(le * le + f64(9.869604401089358))
+
+
+@wp.func
+def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb: int, gravity: wp.vec3d,
+                  inv_mass: wp.array(dtype=wp.float64), pos: wp.array2d(dtype=wp.vec3d),
+                  rot: wp.array2d(dtype=wp.quatd), vel: wp.array2d(dtype=wp.vec3d),
+                  omega: wp.array2d(dtype=wp.vec3d), vfree: wp.array2d(dtype=wp.vec3d),
+                  wfree: wp.array2d(dtype=wp.vec3d), iinv: wp.array2d(dtype=wp.mat33d), nr: int) -> int:
+    """Detect contacts at the step start and build their rows; returns the contact count.
+
+    vel/omega: the state's velocities (before this step); vfree/wfree: the velocities the
+    joint solve produced without contact (the PGS starts from them).
+    """
+    z = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
+    gh = wp.length(gravity) * h
+    vmax = f64(0.0)
+    for b in range(nb):
+        cs.bq[w, b] = wp.transformd(pos[w, b], rot[w, b])
+        cs.dv[w, b] = z
+        cs.dw[w, b] = z
+        cs.pv[w, b] = z
+        cs.pw[w, b] = z
+        vmax = wp.max(vmax, wp.length(vel[w, b]) + wp.length(omega[w, b]) * cm.reach[b])
+    for i in range(nr):
+        cs.jlam[w, i] = f64(0.0)
+        cs.pjlam[w, i] = f64(0.0)
+    # speculative margin: two bodies closing at the largest point speed (+ one step of gravity)
+    margin = cm.margin + f64(2.0) * h * (vmax + gh)
+    collide_world(w, cm.shapes, cm.pairs, cs.bq, margin, cs.c)
+    n_c = cs.c.count[w]
+    cs.dropped[w] = cs.dropped[w] + cs.c.overflow[w]
+    v_bounce = cm.v_bounce + f64(2.0) * gh
+    v_stick = cm.v_stick + gh
+    n_prev = cs.prev_count[w]
+    j0 = int(0)
+    for k in range(n_c):
+        sa = cs.c.shape0[w, k]
+        sb = cs.c.shape1[w, k]
+        b0 = cs.c.body0[w, k]
+        b1 = cs.c.body1[w, k]
+        n = cs.c.normal[w, k]
+        depth = cs.c.depth[w, k]
+        p = f64(0.5) * (cs.c.point0[w, k] + cs.c.point1[w, k])
+        cs.point[w, k] = p
+        im0 = f64(0.0)
+        im1 = f64(0.0)
+        I0 = wp.mat33d()
+        I1 = wp.mat33d()
+        r0 = z
+        r1 = z
+        if b0 >= 0:
+            im0 = inv_mass[b0]
+            I0 = iinv[w, b0]
+            r0 = p - pos[w, b0]
+        if b1 >= 0:
+            im1 = inv_mass[b1]
+            I1 = iinv[w, b1]
+            r1 = p - pos[w, b1]
+        t1 = any_perp(n)
+        t2 = wp.cross(n, t1)
+        D = _rows(n, t1, t2)
+        A0 = _rows(wp.cross(r0, n), wp.cross(r0, t1), wp.cross(r0, t2))
+        A1 = _rows(wp.cross(r1, n), wp.cross(r1, t1), wp.cross(r1, t2))
+        B0 = I0 * wp.transpose(A0)
+        B1 = I1 * wp.transpose(A1)
+        K = (im0 + im1) * wp.identity(n=3, dtype=wp.float64) + A0 * B0 + A1 * B1
+        cs.dirs[w, k] = D
+        cs.a0[w, k] = A0
+        cs.a1[w, k] = A1
+        cs.b0[w, k] = B0
+        cs.b1[w, k] = B1
+        cs.kblk[w, k] = K
+        # match the previous step's contact: same pair (both lists are in pair order), nearest point
+        pair = cs.c.pair[w, k]
+        while j0 < n_prev and cs.prev_pair[w, j0] < pair:
+            j0 = j0 + 1
+        best = int(-1)
+        bd = f64(1.0e300)
+        j = j0
+        while j < n_prev and cs.prev_pair[w, j] == pair:
+            d2 = wp.length_sq(cs.prev_point[w, j] - p)
+            if d2 < bd:
+                bd = d2
+                best = j
+            j = j + 1
+        u_free = _rel_vel(D, A0, A1, _get(vfree, w, b0), _get(wfree, w, b0), _get(vfree, w, b1), _get(wfree, w, b1))
+        slip_ref = f64(0.0)
+        pending = f64(0.0)
+        if best >= 0:
+            slip_ref = cs.prev_slip[w, best]
+            pending = cs.prev_imp[w, best]
+        else:
+            u_old = _rel_vel(D, A0, A1, _get(vel, w, b0), _get(omega, w, b0), _get(vel, w, b1), _get(omega, w, b1))
+            slip_ref = wp.sqrt(u_old[1] * u_old[1] + u_old[2] * u_old[2])
+        mu = wp.min(cm.mu_s[sa], cm.mu_s[sb])
+        if slip_ref > v_stick:
+            mu = wp.min(cm.mu_d[sa], cm.mu_d[sb])
+        e = wp.min(cm.rest[sa], cm.rest[sb])
+        kind = KIND_HARD
+        bn = f64(0.0)
+        bp = f64(0.0)
+        gam = f64(0.0)
+        f0h = f64(0.0)
+        imp = f64(0.0)
+        if im0 + im1 <= f64(0.0):
+            kind = KIND_OFF
+        elif cm.smc != 0 or cm.soft[sa] != 0 or cm.soft[sb] != 0:
+            kind = KIND_OFF
+            if depth > f64(0.0):
+                mstar = f64(1.0) / (im0 + im1)
+                kn_a = cm.kn[sa]
+                kn_b = cm.kn[sb]
+                keff = f64(0.0)
+                c = f64(0.0)
+                F0 = f64(0.0)
+                if not (wp.isnan(kn_a) and wp.isnan(kn_b)):
+                    # Hooke with the authored coefficients (the mean where both are authored)
+                    kn = kn_a
+                    if wp.isnan(kn_a):
+                        kn = kn_b
+                    elif not wp.isnan(kn_b):
+                        kn = f64(0.5) * (kn_a + kn_b)
+                    gn_a = cm.gn[sa]
+                    gn_b = cm.gn[sb]
+                    if wp.isnan(gn_a) and wp.isnan(gn_b):
+                        c = f64(-2.0) * _beta(e) * wp.sqrt(mstar * kn)  # damping ratio from e
+                    elif wp.isnan(gn_a):
+                        c = gn_b
+                    elif wp.isnan(gn_b):
+                        c = gn_a
+                    else:
+                        c = f64(0.5) * (gn_a + gn_b)
+                    keff = kn
+                    F0 = kn * depth
+                else:
+                    # Hertz from Young's modulus / Poisson ratio (Chrono's SMC model)
+                    estar = f64(1.0) / (cm.hertz_c[sa] + cm.hertz_c[sb])
+                    kap = cm.kappa[sa] + cm.kappa[sb]
+                    rstar = f64(DEFAULT_CURVATURE_RADIUS)
+                    if kap > f64(0.0):
+                        rstar = f64(1.0) / kap
+                    sq = wp.sqrt(rstar * depth)
+                    keff = f64(2.0) * estar * sq  # dF/d(depth)
+                    F0 = f64(4.0) / f64(3.0) * estar * sq * depth
+                    c = f64(-2.0) * wp.sqrt(f64(5.0) / f64(6.0)) * _beta(e) * wp.sqrt(keff * mstar)
+                den = h * (h * keff + c)
+                if den > f64(0.0):
+                    kind = KIND_SOFT
+                    gam = f64(1.0) / den
+                    f0h = h * F0
+        else:
+            gap = -depth
+            if gap > f64(0.0):
+                bn = -gap / h  # speculative: may approach until touching, no further
+            if pending > f64(0.0) and u_free[0] < v_bounce:
+                bn = wp.max(bn, e * pending)  # landed last step: Newton's law on that approach speed
+            elif e > f64(0.0) and -u_free[0] > v_bounce:
+                if gap <= f64(0.0):
+                    bn = wp.max(bn, -e * u_free[0])  # impact at the step start
+                elif u_free[0] < bn:
+                    imp = -u_free[0]  # lands during this step; rebounds at the next
+            if depth > cm.slop:
+                bp = (depth - cm.slop) / h
+        cs.kind[w, k] = kind
+        cs.bn[w, k] = bn
+        cs.bp[w, k] = bp
+        cs.gam[w, k] = gam
+        cs.f0h[w, k] = f0h
+        cs.mu[w, k] = mu
+        cs.imp[w, k] = imp
+        cs.plam[w, k] = f64(0.0)
+        lam = z
+        if best >= 0 and kind != KIND_OFF:
+            Lw = cs.prev_lam[w, best]
+            ln = wp.max(f64(0.0), wp.dot(Lw, n))
+            lt1 = wp.dot(Lw, t1)
+            lt2 = wp.dot(Lw, t2)
+            lt = wp.sqrt(lt1 * lt1 + lt2 * lt2)
+            if lt > mu * ln and lt > f64(0.0):
+                s = mu * ln / lt
+                lt1 = lt1 * s
+                lt2 = lt2 * s
+            lam = wp.vec3d(ln, lt1, lt2)
+            _apply(cs, w, k, b0, b1, im0, im1, lam)
+        cs.lam[w, k] = lam
+    return n_c
+
+
+@wp.func
+def project_joints(w: int, nr: int, act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
+                   row_b1: wp.array(dtype=wp.int32), jl0: wp.array2d(dtype=wp.vec3d),
+                   ja0: wp.array2d(dtype=wp.vec3d), jl1: wp.array2d(dtype=wp.vec3d),
+                   ja1: wp.array2d(dtype=wp.vec3d), wl0: wp.array2d(dtype=wp.vec3d),
+                   wa0: wp.array2d(dtype=wp.vec3d), wl1: wp.array2d(dtype=wp.vec3d),
+                   wa1: wp.array2d(dtype=wp.vec3d), sdiag: wp.array2d(dtype=wp.float64),
+                   Lf: wp.array3d(dtype=wp.float64), Dg: wp.array2d(dtype=wp.float64),
+                   res: wp.array2d(dtype=wp.float64), dv: wp.array2d(dtype=wp.vec3d),
+                   dw: wp.array2d(dtype=wp.vec3d), acc: wp.array2d(dtype=wp.float64)):
+    """Joint block of the block Gauss-Seidel: impulses that make the joint rows' velocity
+    change (G dv, plus the drives' compliance) vanish again, through the joint solve's LDL."""
+    for i in range(nr):
+        r = f64(0.0)
+        if act[w, i] == 1:
+            b0 = row_b0[i]
+            b1 = row_b1[i]
+            if b0 >= 0:
+                r = r + wp.dot(jl0[w, i], dv[w, b0]) + wp.dot(ja0[w, i], dw[w, b0])
+            if b1 >= 0:
+                r = r + wp.dot(jl1[w, i], dv[w, b1]) + wp.dot(ja1[w, i], dw[w, b1])
+            r = r + sdiag[w, i] * acc[w, i]
+        res[w, i] = -r
+    ldl_solve_rows(Lf, Dg, res, w, nr)
+    for i in range(nr):
+        if act[w, i] != 1:
+            continue
+        x = res[w, i]
+        if x == f64(0.0):
+            continue
+        acc[w, i] = acc[w, i] + x
+        b0 = row_b0[i]
+        b1 = row_b1[i]
+        if b0 >= 0:
+            dv[w, b0] = dv[w, b0] + x * wl0[w, i]
+            dw[w, b0] = dw[w, b0] + x * wa0[w, i]
+        if b1 >= 0:
+            dv[w, b1] = dv[w, b1] + x * wl1[w, i]
+            dw[w, b1] = dw[w, b1] + x * wa1[w, i]
+
+
+@wp.func
+def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
+                  vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), nr: int,
+                  act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
+                  row_b1: wp.array(dtype=wp.int32), jl0: wp.array2d(dtype=wp.vec3d),
+                  ja0: wp.array2d(dtype=wp.vec3d), jl1: wp.array2d(dtype=wp.vec3d),
+                  ja1: wp.array2d(dtype=wp.vec3d), wl0: wp.array2d(dtype=wp.vec3d),
+                  wa0: wp.array2d(dtype=wp.vec3d), wl1: wp.array2d(dtype=wp.vec3d),
+                  wa1: wp.array2d(dtype=wp.vec3d), sdiag: wp.array2d(dtype=wp.float64),
+                  Lf: wp.array3d(dtype=wp.float64), Dg: wp.array2d(dtype=wp.float64),
+                  res: wp.array2d(dtype=wp.float64)):
+    """Projected Gauss-Seidel over the contacts, joints re-imposed after every sweep."""
+    used = int(0)
+    for sweep in range(cm.max_sweeps):
+        used = sweep + 1
+        dmax = f64(0.0)
+        for k in range(n_c):
+            kind = cs.kind[w, k]
+            if kind == KIND_OFF:
+                continue
+            b0 = cs.c.body0[w, k]
+            b1 = cs.c.body1[w, k]
+            im0 = f64(0.0)
+            im1 = f64(0.0)
+            if b0 >= 0:
+                im0 = inv_mass[b0]
+            if b1 >= 0:
+                im1 = inv_mass[b1]
+            D = cs.dirs[w, k]
+            A0 = cs.a0[w, k]
+            A1 = cs.a1[w, k]
+            K = cs.kblk[w, k]
+            u = _rel_vel(D, A0, A1, _vel(vfree, cs.dv, w, b0), _vel(wfree, cs.dw, w, b0),
+                         _vel(vfree, cs.dv, w, b1), _vel(wfree, cs.dw, w, b1))
+            lam = cs.lam[w, k]
+            ln = lam[0]
+            r = f64(0.0)
+            den = K[0, 0]
+            if kind == KIND_HARD:
+                r = u[0] - cs.bn[w, k]
+            else:
+                g = cs.gam[w, k]
+                r = u[0] + g * (ln - cs.f0h[w, k])
+                den = den + g
+            ln_new = wp.max(f64(0.0), ln - r / den)
+            dln = ln_new - ln
+            # tangent pair at the updated normal impulse: the exact 2x2 stick solution if it
+            # lies in the friction disc; otherwise an isotropic step (1 / largest eigenvalue)
+            # projected onto the disc, whose fixed point opposes the slip velocity (maximal
+            # dissipation; projecting the anisotropic 2x2 solution would not)
+            ut1 = u[1] + K[1, 0] * dln
+            ut2 = u[2] + K[2, 0] * dln
+            a = K[1, 1]
+            bb = K[1, 2]
+            cc = K[2, 2]
+            det = a * cc - bb * bb
+            x1 = lam[1]
+            x2 = lam[2]
+            if det > f64(0.0):
+                x1 = lam[1] - (cc * ut1 - bb * ut2) / det
+                x2 = lam[2] - (a * ut2 - bb * ut1) / det
+            bound = cs.mu[w, k] * ln_new
+            nt = wp.sqrt(x1 * x1 + x2 * x2)
+            if nt > bound:
+                half = f64(0.5) * (a - cc)
+                kmax = f64(0.5) * (a + cc) + wp.sqrt(half * half + bb * bb)
+                x1 = lam[1] - ut1 / kmax
+                x2 = lam[2] - ut2 / kmax
+                nt = wp.sqrt(x1 * x1 + x2 * x2)
+                if nt > bound:
+                    s = f64(0.0)
+                    if nt > f64(0.0):
+                        s = bound / nt
+                    x1 = x1 * s
+                    x2 = x2 * s
+            dl = wp.vec3d(dln, x1 - lam[1], x2 - lam[2])
+            _apply(cs, w, k, b0, b1, im0, im1, dl)
+            cs.lam[w, k] = wp.vec3d(ln_new, x1, x2)
+            dmax = wp.max(dmax, wp.length(K * dl))
+            # position-only impulse (split impulse): penetration beyond the slop
+            if kind == KIND_HARD:
+                pl = cs.plam[w, k]
+                bpk = cs.bp[w, k]
+                if bpk > f64(0.0) or pl > f64(0.0):
+                    up = wp.dot(D[0], _get(cs.pv, w, b1) - _get(cs.pv, w, b0)) + wp.dot(A1[0], _get(cs.pw, w, b1)) \
+                        - wp.dot(A0[0], _get(cs.pw, w, b0))
+                    pl_new = wp.max(f64(0.0), pl - (up - bpk) / K[0, 0])
+                    dp = pl_new - pl
+                    if dp != f64(0.0):
+                        _apply_pos(cs, w, k, b0, b1, im0, im1, dp)
+                        cs.plam[w, k] = pl_new
+                        dmax = wp.max(dmax, wp.abs(K[0, 0] * dp))
+        if nr > 0:
+            project_joints(w, nr, act, row_b0, row_b1, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+                           res, cs.dv, cs.dw, cs.jlam)
+            project_joints(w, nr, act, row_b0, row_b1, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+                           res, cs.pv, cs.pw, cs.pjlam)
+        if dmax <= cm.tol:
+            break
+    if used > cs.sweeps[w]:
+        cs.sweeps[w] = used
+    if used >= cm.max_sweeps and cm.max_sweeps > 1:
+        cs.unconverged[w] = cs.unconverged[w] + 1
+
+
+@wp.func
+def contact_kick(cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
+                 vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d),
+                 vstar: wp.array2d(dtype=wp.vec3d), mom: wp.array2d(dtype=wp.vec3d), nr: int,
+                 act: wp.array2d(dtype=wp.int32), lam: wp.array2d(dtype=wp.float64)):
+    """Contact impulses (velocity and position-only) into the predictor for the second joint
+    pass; joint impulses warm-started with the coupling's; the contact cache written."""
+    for k in range(n_c):
+        b0 = cs.c.body0[w, k]
+        b1 = cs.c.body1[w, k]
+        D = cs.dirs[w, k]
+        A0 = cs.a0[w, k]
+        A1 = cs.a1[w, k]
+        L = cs.lam[w, k]
+        slip = f64(0.0)
+        if cs.kind[w, k] != KIND_OFF:
+            Lp = L + wp.vec3d(cs.plam[w, k], f64(0.0), f64(0.0))
+            lin = wp.transpose(D) * Lp
+            if b1 >= 0:
+                vstar[w, b1] = vstar[w, b1] + inv_mass[b1] * lin
+                mom[w, b1] = mom[w, b1] + wp.transpose(A1) * Lp
+            if b0 >= 0:
+                vstar[w, b0] = vstar[w, b0] - inv_mass[b0] * lin
+                mom[w, b0] = mom[w, b0] - wp.transpose(A0) * Lp
+            u = _rel_vel(D, A0, A1, _vel(vfree, cs.dv, w, b0), _vel(wfree, cs.dw, w, b0),
+                         _vel(vfree, cs.dv, w, b1), _vel(wfree, cs.dw, w, b1))
+            slip = wp.sqrt(u[1] * u[1] + u[2] * u[2])
+        cs.prev_pair[w, k] = cs.c.pair[w, k]
+        cs.prev_point[w, k] = cs.point[w, k]
+        cs.prev_lam[w, k] = wp.transpose(D) * L
+        cs.prev_imp[w, k] = cs.imp[w, k]
+        cs.prev_slip[w, k] = slip
+    cs.prev_count[w] = n_c
+    for i in range(nr):
+        if act[w, i] == 1:
+            lam[w, i] = lam[w, i] + cs.jlam[w, i] + cs.pjlam[w, i]
+
+
+@wp.func
+def contact_end(cs: ContactState, w: int, nb: int, vel: wp.array2d(dtype=wp.vec3d),
+                omega: wp.array2d(dtype=wp.vec3d)):
+    """The committed velocities lose the position-only part (it moved positions only)."""
+    for b in range(nb):
+        vel[w, b] = vel[w, b] - cs.pv[w, b]
+        omega[w, b] = omega[w, b] - cs.pw[w, b]
+
+
+# ----------------------------------------------------------------------------------------
+# host side
+# ----------------------------------------------------------------------------------------
+@dataclass
+class ContactOptions:
+    """Contact solver parameters (SI). Defaults are justified in docs/solver.md, "Contact"."""
+
+    margin: float = 1.0e-3  # m, minimum speculative margin (grows with speed)
+    slop: float = 1.0e-5  # m, penetration the position correction leaves alone
+    v_bounce: float = 1.0e-3  # m/s (+ 2 |g| h): slower impacts do not bounce
+    v_stick: float = 1.0e-3  # m/s (+ |g| h): slower slip uses static friction
+    max_sweeps: int = 100
+    tol: float = 1.0e-9  # m/s
+    capacity: int | None = None  # contacts per world; None: see default_capacity
+
+
+def default_capacity(table, pairs, dynamic_bodies: int) -> int:
+    """Contacts per world: the most the pairs can produce, capped at 16 per dynamic body + 32
+    (a resting box has 4 to 8; a packed sphere about 6); overflow is counted and warned."""
+    return int(max(1, min(max_contacts(table, pairs), 16 * dynamic_bodies + 32)))
+
+
+def _com_table(table, model):
+    """Copy of the shape table with poses relative to the bodies' COM frames (the solver's)."""
+    import copy
+
+    from usdphys.model import quat_conj, quat_mul, quat_rotate
+
+    t = copy.copy(table)
+    pos = np.array(table.local_pos, float).reshape(-1, 3)
+    rot = np.array(table.local_rot, float).reshape(-1, 4)
+    for s in range(len(table)):
+        b = int(table.body[s])
+        if b < 0:
+            continue
+        inv = quat_conj(model.body_com_rot[b])
+        pos[s] = quat_rotate(inv, pos[s] - model.body_com_pos[b])
+        rot[s] = quat_mul(inv, rot[s])
+    t.local_pos = pos
+    t.local_rot = rot / np.linalg.norm(rot, axis=1, keepdims=True) if len(rot) else rot
+    return t
+
+
+def contact_pairs(model, table) -> np.ndarray:
+    """Candidate pairs after filtering, without pairs that have no dynamic body."""
+    from usdphys.collision import candidate_pairs
+
+    excl = model.contact_exclude
+    if excl is None:  # UsdPhysics default: jointed bodies do not collide
+        excl = [(int(a), int(b)) for a, b in zip(model.joint_body0, model.joint_body1)]
+    pairs = candidate_pairs(table, excl)
+    if len(pairs) == 0:
+        return pairs
+    dyn = ~np.asarray(model.body_kinematic, bool) & (np.asarray(model.body_mass, float) > 0)
+    body = np.asarray(table.body, int)
+
+    def is_dyn(s):
+        b = body[s]
+        return (b >= 0) & dyn[np.maximum(b, 0)]
+
+    keep = is_dyn(pairs[:, 0]) | is_dyn(pairs[:, 1])
+    return pairs[keep]
+
+
+def setup_contact(model, worlds: int, rows: int, device, options: ContactOptions | None = None):
+    """(ContactModel, ContactState, info dict) for a Model; n_pairs = 0 when nothing collides."""
+    opts = options or ContactOptions()
+    table = getattr(model, "shapes", None)
+    B = max(model.body_count, 1)
+    W = int(worlds)
+    pairs = np.zeros((0, 2), np.int32)
+    if table is not None and len(table):
+        pairs = contact_pairs(model, table)
+    cm = ContactModel()
+    cm.n_pairs = int(len(pairs))
+    if cm.n_pairs:
+        ct = _com_table(table, model)
+        capacity = int(opts.capacity) if opts.capacity else default_capacity(
+            table, pairs, int(np.sum(~np.asarray(model.body_kinematic, bool))))
+    else:
+        from usdphys.collision.shapes import SHAPE_SPHERE, table_from_specs
+
+        ct = table_from_specs([{"type": SHAPE_SPHERE, "dims": (1.0, 0, 0)}])
+        capacity = 1
+    S = len(ct)
+    cm.shapes = shape_data(ct, device)
+    cm.pairs = wp.array(pairs if len(pairs) else np.zeros((1, 2), np.int32), dtype=wp.vec2i, device=device)
+
+    def col(name, default):
+        a = getattr(ct, name, None)
+        return np.asarray(a, float) if a is not None else np.full(S, default)
+
+    def farr(a):
+        return wp.array(np.ascontiguousarray(a, dtype=np.float64), dtype=wp.float64, device=device)
+
+    cm.mu_s = farr(col("static_friction", 0.5))
+    cm.mu_d = farr(col("dynamic_friction", 0.5))
+    cm.rest = farr(col("restitution", 0.0))
+    young = col("young_modulus", 2e7)
+    nu = col("poisson_ratio", 0.3)
+    cm.hertz_c = farr((1.0 - nu**2) / np.where(young > 0, young, np.inf))
+    kappa = np.zeros(S)
+    from usdphys.collision.shapes import SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
+
+    for s in range(S):
+        typ = int(ct.type[s])
+        r = float(ct.contact_radius[s]) if ct.contact_radius is not None else 0.0
+        if typ in (SHAPE_SPHERE, SHAPE_CAPSULE, SHAPE_CYLINDER):
+            r += float(ct.dims[s][0])
+        kappa[s] = 1.0 / r if r > 0 else 0.0
+    cm.kappa = farr(kappa)
+    kn = col("normal_stiffness", np.nan)
+    cm.kn = farr(kn)
+    cm.gn = farr(col("normal_damping", np.nan))
+    cm.soft = wp.array(np.isfinite(kn).astype(np.int32), dtype=wp.int32, device=device)
+    reach = np.zeros(B)
+    if cm.n_pairs:
+        for s in range(S):
+            b = int(ct.body[s])
+            if b >= 0 and np.isfinite(ct.bound_radius[s]):
+                reach[b] = max(reach[b], float(np.linalg.norm(ct.local_pos[s])) + float(ct.bound_radius[s]))
+    cm.reach = farr(reach)
+    method = str(getattr(model, "contact_method", "nsc") or "nsc").lower()
+    cm.smc = 1 if method == "smc" else 0
+    cm.margin = f64(opts.margin)
+    cm.slop = f64(opts.slop)
+    cm.v_bounce = f64(opts.v_bounce)
+    cm.v_stick = f64(opts.v_stick)
+    cm.max_sweeps = int(opts.max_sweeps)
+    cm.tol = f64(opts.tol)
+
+    C = capacity
+    R = max(int(rows), 1)
+    cs = ContactState()
+    cs.c = allocate_contacts(W, C, device)
+    cs.bq = wp.zeros((W, B), dtype=wp.transformd, device=device)
+    cs.kind = wp.zeros((W, C), dtype=wp.int32, device=device)
+    for name in ("dirs", "a0", "a1", "b0", "b1", "kblk"):
+        setattr(cs, name, wp.zeros((W, C), dtype=wp.mat33d, device=device))
+    for name in ("lam", "point", "prev_point", "prev_lam"):
+        setattr(cs, name, wp.zeros((W, C), dtype=wp.vec3d, device=device))
+    for name in ("plam", "bn", "bp", "gam", "f0h", "mu", "imp", "prev_imp", "prev_slip"):
+        setattr(cs, name, wp.zeros((W, C), dtype=wp.float64, device=device))
+    cs.prev_count = wp.zeros(W, dtype=wp.int32, device=device)
+    cs.prev_pair = wp.zeros((W, C), dtype=wp.int32, device=device)
+    for name in ("dv", "dw", "pv", "pw"):
+        setattr(cs, name, wp.zeros((W, B), dtype=wp.vec3d, device=device))
+    cs.jlam = wp.zeros((W, R), dtype=wp.float64, device=device)
+    cs.pjlam = wp.zeros((W, R), dtype=wp.float64, device=device)
+    cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
+    cs.sweeps = wp.zeros(W, dtype=wp.int32, device=device)
+    cs.unconverged = wp.zeros(W, dtype=wp.int32, device=device)
+    info = {"pairs": pairs, "capacity": C, "method": "smc" if cm.smc else "nsc", "table": table}
+    return cm, cs, info
+
+
+def contact_stats(cs: ContactState) -> dict:
+    """Host view of the per-world contact diagnostics."""
+    return {
+        "dropped": cs.dropped.numpy().copy(),
+        "sweeps": cs.sweeps.numpy().copy(),
+        "unconverged": cs.unconverged.numpy().copy(),
+        "count": cs.c.count.numpy().copy(),
+    }
+
+
+__all__ = ["ContactModel", "ContactOptions", "ContactState", "contact_begin", "contact_end", "contact_kick",
+           "contact_solve", "contact_stats", "setup_contact"]
