@@ -32,13 +32,21 @@ ROW_LIN = 0  # g = e0[axis] . (P1 - P0): translation of frame 1 along an axis of
 ROW_PERP = 1  # g = e0[a] . e1[b] (axis = 3 a + b): keeps two frame axes perpendicular
 ROW_TWIST = 2  # g = angle of frame 1 about e0[axis] (atan2, radians)
 ROW_DIST = 3  # g = |P1 - P0|
-ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance")
+ROW_LIN1 = 4  # g = e1[axis] . (P1 - P0): along an axis of frame 1 (revolute-translational joint)
+ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1")
 
 # constraint-row modes
 MODE_EQUAL = 0  # g = value
 MODE_LOWER = 1  # g >= value (unilateral, impulse >= 0)
 MODE_UPPER = 2  # g <= value
 MODE_SOFT = 3  # implicit spring-damper towards value / target velocity (drive)
+MODE_LAW = 4  # force element: implicit force law on the row (usdphys.solver.forces; issue #5)
+MODE_FRICTION = 5  # joint friction: velocity row with a bounded impulse (issue #5)
+
+# composite joints (Chrono link classes; docs/schemas.md)
+COMPOSITE_NONE = 0
+COMPOSITE_REVOLUTE_SPHERICAL = 1  # (P1 - P0) . z0 = 0, |P1 - P0| = distance
+COMPOSITE_REVOLUTE_TRANSLATIONAL = 2  # z0 . x1 = z0 . y1 = 0, (P1 - P0) . z0 = 0, (P1 - P0) . x1 = distance
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -171,6 +179,14 @@ class Model:
     joint_dist_min: np.ndarray = field(default_factory=lambda: np.zeros(0))
     joint_dist_max: np.ndarray = field(default_factory=lambda: np.zeros(0))
     joint_is_distance: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    # composite joints (COMPOSITE_*) and their distance (m)
+    joint_composite: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    joint_composite_distance: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    # force elements, loads, motors, bushings, NewtonJointAPI (usdphys.elements.Elements, SI,
+    # points in body PRIM frames); None: none. The solver turns them into rows / loads
+    # (usdphys.solver.forces). Shared by all worlds.
+    elements: object = None
 
     # contact (issue #7; usdphys.solver.contact, docs/contact.md): collision shapes
     # (usdphys.collision.ShapeTable, poses in the body PRIM frames) or None; "nsc" (hard) or
@@ -220,7 +236,8 @@ class Model:
                   rot1=(0, 0, 0, 1), locked=(False,) * 6, lower=None, upper=None, kind="joint",
                   drive_stiffness=None, drive_damping=None, drive_target_pos=None,
                   drive_target_vel=None, drive_max_force=None, drive_accel=None,
-                  dist_min=np.nan, dist_max=np.nan, is_distance=False) -> int:
+                  dist_min=np.nan, dist_max=np.nan, is_distance=False, composite=COMPOSITE_NONE,
+                  composite_distance=0.0) -> int:
         """Append one joint; per-DOF arrays are length 6 (transX..rotZ), SI / radians."""
         def six(v, default):
             return np.full(6, default, float) if v is None else np.asarray(v, float).reshape(6)
@@ -247,6 +264,8 @@ class Model:
         self.joint_dist_min = cat([self.joint_dist_min, [float(dist_min)]])
         self.joint_dist_max = cat([self.joint_dist_max, [float(dist_max)]])
         self.joint_is_distance = cat([self.joint_is_distance, [bool(is_distance)]])
+        self.joint_composite = cat([self.joint_composite, [int(composite)]]).astype(int)
+        self.joint_composite_distance = cat([self.joint_composite_distance, [float(composite_distance)]])
         return self.joint_count - 1
 
     def replicate(self, worlds: int) -> "Model":
@@ -260,6 +279,43 @@ class Model:
             arr = getattr(self, name)
             setattr(out, name, np.repeat(arr[:1], worlds, axis=0).copy())
         return out
+
+    def add_point_mass(self, body: int, point, mass: float) -> None:
+        """Lump a point mass (kg) at `point` (m, body PRIM frame) into body `body`.
+
+        Mass, centre of mass, principal inertia and axes are recomputed (parallel-axis
+        theorem); the initial COM velocity is moved to the new centre of mass. Used for the
+        spring mass of MbdSpringDamper (docs/forces.md). A point mass on the world is dropped.
+        """
+        if body < 0 or mass <= 0:
+            return
+        p = np.asarray(point, float).reshape(3)
+        m0 = float(self.body_mass[body])
+        c0 = self.body_com_pos[body].copy()
+        R = quat_to_matrix(self.body_com_rot[body])
+        I0 = R @ np.diag(self.body_inertia[body]) @ R.T  # about c0, prim axes
+        m1 = m0 + mass
+        c1 = (m0 * c0 + mass * p) / m1
+
+        def shift(m, d):
+            return m * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+
+        I1 = I0 + shift(m0, c0 - c1) + shift(mass, p - c1)
+        w, v = np.linalg.eigh(I1)
+        if np.linalg.det(v) < 0:
+            v[:, 2] *= -1
+        self.body_mass = self.body_mass.copy()
+        self.body_inertia = self.body_inertia.copy()
+        self.body_com_pos = self.body_com_pos.copy()
+        self.body_com_rot = self.body_com_rot.copy()
+        self.body_mass[body] = m1
+        self.body_inertia[body] = np.maximum(w, 1e-12 * max(float(np.max(w)), 1e-30))
+        self.body_com_pos[body] = c1
+        self.body_com_rot[body] = matrix_to_quat(v)
+        # the COM velocity of the new centre: v + w x (R_prim (c1 - c0))
+        arm = quat_rotate(self.body_rot[:, body], c1 - c0)
+        self.body_lin_vel = self.body_lin_vel.copy()
+        self.body_lin_vel[:, body] += np.cross(self.body_ang_vel[:, body], arm)
 
     # ---------------------------------------------------------------- frames
     def com_state(self):
@@ -293,6 +349,17 @@ class Model:
             def add(kind, axis, mode, value=0.0, k=0.0, c=0.0, tv=0.0, fmax=np.inf, accel=0):
                 rows.append((j, kind, axis, mode, value, b0, b1, p0, q0, p1, q1, k, c, tv, fmax, accel))
 
+            comp = int(self.joint_composite[j]) if j < len(self.joint_composite) else COMPOSITE_NONE
+            if comp == COMPOSITE_REVOLUTE_SPHERICAL:
+                add(ROW_LIN, 2, MODE_EQUAL)
+                add(ROW_DIST, 0, MODE_EQUAL, self.joint_composite_distance[j])
+                continue
+            if comp == COMPOSITE_REVOLUTE_TRANSLATIONAL:
+                add(ROW_PERP, 3 * 2 + 0, MODE_EQUAL)
+                add(ROW_PERP, 3 * 2 + 1, MODE_EQUAL)
+                add(ROW_LIN, 2, MODE_EQUAL)
+                add(ROW_LIN1, 0, MODE_EQUAL, self.joint_composite_distance[j])
+                continue
             if self.joint_is_distance[j]:
                 lo, hi = self.joint_dist_min[j], self.joint_dist_max[j]
                 if np.isfinite(lo) and np.isfinite(hi) and lo >= hi:

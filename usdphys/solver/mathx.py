@@ -14,10 +14,13 @@ ROW_LIN = wp.constant(0)
 ROW_PERP = wp.constant(1)
 ROW_TWIST = wp.constant(2)
 ROW_DIST = wp.constant(3)
+ROW_LIN1 = wp.constant(4)  # e1[axis] . (P1 - P0): along an axis of frame 1 (issue #5)
 MODE_EQUAL = wp.constant(0)
 MODE_LOWER = wp.constant(1)
 MODE_UPPER = wp.constant(2)
 MODE_SOFT = wp.constant(3)
+MODE_LAW = wp.constant(4)  # force element: implicit (trapezoidal) force law on the row (issue #5)
+MODE_FRICTION = wp.constant(5)  # joint friction: velocity row with a bounded impulse (issue #5)
 
 PI = wp.constant(wp.float64(3.141592653589793))
 TWO_PI = wp.constant(wp.float64(6.283185307179586))
@@ -124,6 +127,13 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         g = wp.atan2(wp.dot(y1, wp.quat_rotate(Q0, basis(j))), wp.dot(y1, wp.quat_rotate(Q0, basis(i))))
         ja0 = -k
         ja1 = k
+    elif kind == ROW_LIN1:  # along an axis of frame 1 (revolute-translational joint)
+        e = wp.quat_rotate(Q1, basis(axis))
+        g = wp.dot(e, P1 - P0)
+        jl0 = -e
+        ja0 = wp.cross(e, P0 - x0)
+        jl1 = e
+        ja1 = wp.cross(e, x1 - P0)
     else:  # ROW_DIST
         d = P1 - P0
         L = wp.length(d)

@@ -1,0 +1,645 @@
+"""Force elements, loads, motors, bushings and joint friction in the solver (issue #5).
+
+Everything that is not an ideal joint becomes either a **row** of the solver's constraint-row
+table (docs/solver.md) or an explicit **load** in the predictor:
+
+| element | row kind | mode / law |
+|---|---|---|
+| MbdSpringDamper (TSDA) | ROW_DIST | MODE_LAW, linear law or packed curves / map; stops: ROW_DIST lower / upper |
+| MbdAxialSpringDamper | ROW_LIN along the axis (frame 0 = body0) | MODE_LAW, linear law (or the user law) |
+| MbdRotationalSpringDamper | ROW_TWIST about Z | MODE_LAW, linear law or packed curves (unwrapped angle) |
+| MbdBushingAPI | the joint's locked rows, extra rows on free DOFs | MODE_LAW, linear law about 0 |
+| MbdMotor position / velocity | ROW_LIN / ROW_TWIST on the DOF | MODE_EQUAL, value u(t+h) / integral of u |
+| MbdMotor force | same | MODE_LAW, LAW_EFFORT: fixed impulse h u(t) |
+| NewtonJointAPI armature | DOF row | MODE_LAW, LAW_ARMATURE: impulse -a (qdot+ - qdot-) |
+| NewtonJointAPI viscous damping | DOF row | MODE_LAW, linear law (k = 0, c = viscous) |
+| NewtonJointAPI static / dynamic friction | DOF row | MODE_FRICTION: qdot = 0 with a bounded impulse |
+| MbdForce / MbdTorque | none | explicit impulse h F(t_n) in the predictor |
+
+**Law rows** (MODE_LAW) carry a scalar generalised force f(g, gdot) along the row (positive:
+increases g). The impulse of step n is the trapezoidal average of the force at the two half
+steps, ``h/2 (f_{n-1/2} + f_{n+1/2})`` with ``f_{n+1/2} = f((g_n + g_{n+1})/2, (g_{n+1} - g_n)/h)``
+solved implicitly inside the solver's Newton iteration (``f_{n-1/2}`` is kept per world and
+row). That is symmetric in time (no energy drift for a linear spring), second order, and
+unconditionally stable for any stiffness (bushings at 1e7 N/m and dt = 1e-3). Nonlinear
+laws (curves, maps, a user law) are evaluated exactly at every Newton iterate; only the
+Newton matrix uses their slopes at the step start (simplified Newton).
+
+This module holds the Warp data (``ElementData`` model side, ``ElementState`` per world), the
+law / load / time-function evaluation, and the host-side builder. The per-row glue that needs
+the solver's own structs is in ``step.py`` ("force elements" section).
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+import numpy as np
+import warp as wp
+
+from usdphys.errors import UsdphysError, warn
+from usdphys.forcelaws import LINE_EPS, PackedLaws, spring_damper_law
+from usdphys.model import (
+    MODE_EQUAL,
+    MODE_FRICTION,
+    MODE_LAW,
+    MODE_LOWER,
+    MODE_UPPER,
+    ROW_DIST,
+    ROW_LIN,
+    ROW_PERP,
+    ROW_TWIST,
+    Model,
+    RowTable,
+    quat_conj,
+)
+from usdphys.timefunc import PackedTimeFunctions, eval_time_function
+
+wp.set_module_options({"enable_backward": False})
+
+# law of a MODE_LAW row
+LAW_NONE = 0
+LAW_LINEAR = 1  # f = P - k (g - x0) - c (gdot - v0)      (k, c, x0, v0 = row stiffness, damping, value, target_vel)
+LAW_PACKED = 2  # f = spring_damper_law(g, gdot, lawidx)  (TSDA / RSDA curves and maps)
+LAW_AXIAL = 3  # f = P - axial_force_law(t, g, gdot - v0, k, c, x0)   (user law; P = -force)
+LAW_ARMATURE = 4  # impulse -a (gdot_{n+1/2} - gdot_{n-1/2}), a = row damping column
+LAW_EFFORT = 5  # force motor: impulse h u(t_n), u = time function fn
+# motor kind of a row
+MOTOR_NONE = 0
+MOTOR_POSITION = 1
+MOTOR_VELOCITY = 2
+MOTOR_FORCE = 3
+
+# A friction DOF whose speed is below this (m/s or rad/s) at t = 0 starts sticking.
+STICK_SPEED = 1.0e-9
+
+W_LAW_ARMATURE = wp.constant(LAW_ARMATURE)
+W_LAW_PACKED = wp.constant(LAW_PACKED)
+W_LAW_AXIAL = wp.constant(LAW_AXIAL)
+W_LAW_EFFORT = wp.constant(LAW_EFFORT)
+W_MOTOR_POSITION = wp.constant(MOTOR_POSITION)
+W_MOTOR_VELOCITY = wp.constant(MOTOR_VELOCITY)
+W_LINE_EPS = wp.constant(wp.float64(LINE_EPS))
+W_STICK_SPEED = wp.constant(wp.float64(STICK_SPEED))
+
+
+# ----------------------------------------------------------------------------------------
+# The axial spring-damper law: built in, or a user Warp function compiled into the kernel
+# ----------------------------------------------------------------------------------------
+@wp.func
+def default_axial_force_law(t: wp.float64, dx: wp.float64, dv: wp.float64, k: wp.float64, d: wp.float64,
+                            offset: wp.float64) -> wp.float64:
+    """Exudyn LinearSpringDamper: k (dx - offset) + d dv (dv already minus velocityOffset)."""
+    return k * (dx - offset) + d * dv
+
+
+# The law called by LAW_AXIAL rows; rebound by set_axial_force_law (the kernel modules are
+# rebuilt: Warp resolves this name when it generates code, and hashes what it resolved).
+axial_force_law = default_axial_force_law
+
+
+def set_axial_force_law(fn=None) -> bool:
+    """Install ``fn`` (a ``@wp.func`` (t, dx, dv, k, d, offset) -> f, all wp.float64) as the
+    law of every MbdAxialSpringDamper, or the built-in law when ``fn`` is None.
+
+    f has the sign of MbdAxialSpringDamper (positive pulls body1 back towards body0); dv is
+    a . (v1 - v0) minus ``velocityOffset`` and the constant ``force`` is added afterwards.
+    The solver's kernel module is rebuilt on the next launch (Warp caches every variant, so
+    switching back is cheap). Returns True when the law changed.
+    """
+    global axial_force_law
+    new = default_axial_force_law if fn is None else fn
+    if not isinstance(new, wp.Function):
+        raise UsdphysError(f"axial_force_law must be a Warp function (@wp.func), got {type(fn).__name__}")
+    if new is not default_axial_force_law:
+        params = list(inspect.signature(new.func).parameters)
+        if len(params) != 6:
+            raise UsdphysError(f"axial_force_law {new.key} must take (t, dx, dv, k, d, offset): 6 arguments, "
+                               f"got {len(params)} ({', '.join(params)})")
+        for name, typ in new.input_types.items():
+            if typ is not wp.float64:
+                raise UsdphysError(f"axial_force_law {new.key}: argument '{name}' must be wp.float64")
+    if new is axial_force_law:
+        return False
+    axial_force_law = new
+    for name in (__name__, "usdphys.solver.step"):
+        wp.get_module(name).mark_modified()
+    return True
+
+
+def user_axial_law_installed() -> bool:
+    return axial_force_law is not default_axial_force_law
+
+
+# ----------------------------------------------------------------------------------------
+# Warp data
+# ----------------------------------------------------------------------------------------
+@wp.struct
+class ElementData:
+    """Model-side element data; per-row arrays are indexed like the solver's rows."""
+
+    law: wp.array(dtype=wp.int32)  # LAW_* of MODE_LAW rows
+    lawidx: wp.array(dtype=wp.int32)  # row of the packed law table (LAW_PACKED)
+    preload: wp.array(dtype=wp.float64)  # P of linear / axial laws
+    fn: wp.array(dtype=wp.int32)  # time function of motor rows (-1: none)
+    motor: wp.array(dtype=wp.int32)  # MOTOR_*
+    fstatic: wp.array(dtype=wp.float64)  # friction rows: static effort (N or N m)
+    fdynamic: wp.array(dtype=wp.float64)  # friction rows: dynamic effort
+    couple: wp.array(dtype=wp.int32)  # friction row -> row of a motor driving the same DOF, else -1
+    law_i: wp.array2d(dtype=wp.int32)
+    law_f: wp.array2d(dtype=wp.float64)
+    law_data: wp.array(dtype=wp.float64)
+    tf_kinds: wp.array2d(dtype=wp.int32)
+    tf_params: wp.array2d(dtype=wp.float64)
+    tf_data: wp.array(dtype=wp.float64)
+    n_loads: int
+    load_torque: wp.array(dtype=wp.int32)
+    load_b0: wp.array(dtype=wp.int32)
+    load_b1: wp.array(dtype=wp.int32)
+    load_p1: wp.array(dtype=wp.vec3d)  # application point in body1's COM frame
+    load_frame: wp.array(dtype=wp.int32)  # body whose axes the vector is in (-1: world)
+    load_rot: wp.array(dtype=wp.quatd)  # extra rotation: world vector = R(frame) load_rot v
+    load_fn: wp.array2d(dtype=wp.int32)  # (x, y, z, scale) time functions
+    n_motors: int
+    motor_row: wp.array(dtype=wp.int32)
+
+
+@wp.struct
+class ElementState:
+    """Per-world element state: [world, row] (and [world])."""
+
+    rval: wp.array2d(dtype=wp.float64)  # value of every hard row this step (motors: u(t+h))
+    fprev: wp.array2d(dtype=wp.float64)  # law rows: f at the previous half step
+    gun: wp.array2d(dtype=wp.float64)  # law rows: g_n, unwrapped (multi-turn) for twist rows
+    gdot: wp.array2d(dtype=wp.float64)  # law rows: gdot at the previous half step
+    sfac: wp.array2d(dtype=wp.float64)  # law rows: residual scale s = 1 / (h k/4 + c/2)
+    cfac: wp.array2d(dtype=wp.float64)  # law rows: impulse error -> position error (convergence)
+    qref: wp.array2d(dtype=wp.float64)  # velocity motors: integrated reference position
+    lmax: wp.array2d(dtype=wp.float64)  # friction rows: impulse bound this step
+    stick: wp.array2d(dtype=wp.int32)  # friction rows: 1 while the DOF sticks
+    tnow: wp.array(dtype=wp.float64)  # time at the step start
+    hnow: wp.array(dtype=wp.float64)  # the step
+    min_newton: wp.array(dtype=wp.int32)  # Newton updates required before the stopping test
+
+
+# ----------------------------------------------------------------------------------------
+# Warp functions
+# ----------------------------------------------------------------------------------------
+@wp.func
+def wrap_pi(a: wp.float64) -> wp.float64:
+    """a mapped into [-pi, pi) in O(1) (motor values may be many turns)."""
+    two_pi = wp.float64(6.283185307179586)
+    return a - two_pi * wp.floor((a + wp.float64(3.141592653589793)) / two_pi)
+
+
+@wp.func
+def time_fn(el: ElementData, fn: int, t: wp.float64) -> wp.float64:
+    return eval_time_function(t, wp.int32(fn), el.tf_kinds, el.tf_params, el.tf_data)
+
+
+@wp.func
+def time_fn_integral(el: ElementData, fn: int, t: wp.float64, h: wp.float64) -> wp.float64:
+    """Integral of u over [t, t + h] by Simpson's rule (exact for cubics and for linear
+    pieces that do not straddle a data point)."""
+    half = wp.float64(0.5) * h
+    return h / wp.float64(6.0) * (time_fn(el, fn, t) + wp.float64(4.0) * time_fn(el, fn, t + half)
+                                  + time_fn(el, fn, t + h))
+
+
+@wp.func
+def law_force(el: ElementData, i: int, k: wp.float64, c: wp.float64, x0: wp.float64, v0: wp.float64,
+              g: wp.float64, gd: wp.float64, t: wp.float64, slopes: int):
+    """(f, df/dg, df/dgdot) of law row i at (g, gdot); f along +g. slopes = 0 skips the
+    finite differences of a user law (its slopes are only needed for the Newton matrix)."""
+    law = el.law[i]
+    if law == W_LAW_PACKED:
+        return spring_damper_law(g, gd, el.lawidx[i], el.law_i, el.law_f, el.law_data)
+    P = el.preload[i]
+    if law == W_LAW_AXIAL:
+        f = P - axial_force_law(t, g, gd - v0, k, c, x0)
+        dfg = wp.float64(0.0)
+        dfv = wp.float64(0.0)
+        if slopes != 0:
+            eg = wp.float64(1.0e-7) * wp.max(wp.float64(1.0), wp.abs(g))
+            ev = wp.float64(1.0e-7) * wp.max(wp.float64(1.0), wp.abs(gd))
+            dfg = (P - axial_force_law(t, g + eg, gd - v0, k, c, x0) - f) / eg
+            dfv = (P - axial_force_law(t, g, gd + ev - v0, k, c, x0) - f) / ev
+        return f, dfg, dfv
+    return P - k * (g - x0) - c * (gd - v0), -k, -c
+
+
+@wp.func
+def body_pose(pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2d(dtype=wp.quatd), w: int, b: int):
+    if b < 0:
+        return wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0)), wp.quatd(
+            wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), wp.float64(1.0))
+    return pos[w, b], rot[w, b]
+
+
+@wp.func
+def apply_loads(el: ElementData, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2d(dtype=wp.quatd),
+                inv_mass: wp.array(dtype=wp.float64), vstar: wp.array2d(dtype=wp.vec3d),
+                mom: wp.array2d(dtype=wp.vec3d), w: int, t: wp.float64, scale: wp.float64):
+    """Add the impulse scale * F(t) of every MbdForce / MbdTorque at the current poses to the
+    bodies' predicted velocities and world angular momenta (scale = h in a step)."""
+    for e in range(el.n_loads):
+        s = time_fn(el, int(el.load_fn[e, 3]), t) * scale
+        v = wp.vec3d(time_fn(el, int(el.load_fn[e, 0]), t), time_fn(el, int(el.load_fn[e, 1]), t),
+                     time_fn(el, int(el.load_fn[e, 2]), t)) * s
+        xf, qf = body_pose(pos, rot, w, int(el.load_frame[e]))
+        v = wp.quat_rotate(qf * el.load_rot[e], v)
+        b0 = int(el.load_b0[e])
+        b1 = int(el.load_b1[e])
+        x1, q1 = body_pose(pos, rot, w, b1)
+        if el.load_torque[e] != 0:
+            if b1 >= 0:
+                mom[w, b1] = mom[w, b1] + v
+            if b0 >= 0:
+                mom[w, b0] = mom[w, b0] - v
+        else:
+            P = x1 + wp.quat_rotate(q1, el.load_p1[e])
+            if b1 >= 0:
+                vstar[w, b1] = vstar[w, b1] + inv_mass[b1] * v
+                mom[w, b1] = mom[w, b1] + wp.cross(P - x1, v)
+            if b0 >= 0:
+                x0, q0 = body_pose(pos, rot, w, b0)
+                vstar[w, b0] = vstar[w, b0] - inv_mass[b0] * v
+                mom[w, b0] = mom[w, b0] - wp.cross(P - x0, v)
+
+
+# ----------------------------------------------------------------------------------------
+# Host side: element tables -> rows + Warp data
+# ----------------------------------------------------------------------------------------
+_COLS = ("source", "kind", "axis", "mode", "value", "b0", "b1", "p0", "q0", "p1", "q1", "stiffness", "damping",
+         "target_vel", "max_force", "accel")
+_EXTRA = ("law", "lawidx", "preload", "fn", "motor", "fstatic", "fdynamic", "couple")
+_IDENT = np.array([0.0, 0.0, 0.0, 1.0])
+
+
+@dataclass
+class ElementRows:
+    """The solver's full row table (joint rows, bushings applied, then element rows) with the
+    element columns, the loads, the time functions and the laws, all in SI / COM frames."""
+
+    rows: RowTable
+    names: list[str]  # per row: the prim path it came from (messages)
+    extra: dict[str, np.ndarray]  # per row: _EXTRA columns
+    laws: PackedLaws
+    functions: PackedTimeFunctions
+    loads: dict[str, np.ndarray]
+    motor_rows: np.ndarray  # (M,) row of each motor
+    motor_paths: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return self.rows.count
+
+
+class _Rows:
+    """Row list under construction (tuples in RowTable column order + extra columns)."""
+
+    def __init__(self, table: RowTable, names: list[str]):
+        self.items: list[dict] = []
+        for r in range(table.count):
+            d = {c: getattr(table, c)[r] for c in _COLS}
+            d.update(law=LAW_NONE, lawidx=-1, preload=0.0, fn=-1, motor=MOTOR_NONE, fstatic=0.0, fdynamic=0.0,
+                     couple=-1, name=names[r])
+            self.items.append(d)
+
+    def add(self, name, kind, axis, mode, b0, b1, p0, q0, p1, q1, value=0.0, k=0.0, c=0.0, tv=0.0, **extra) -> int:
+        d = dict(source=-1, kind=kind, axis=axis, mode=mode, value=float(value), b0=int(b0), b1=int(b1),
+                 p0=np.asarray(p0, float), q0=np.asarray(q0, float), p1=np.asarray(p1, float),
+                 q1=np.asarray(q1, float), stiffness=float(k), damping=float(c), target_vel=float(tv),
+                 max_force=np.inf, accel=0, law=LAW_NONE, lawidx=-1, preload=0.0, fn=-1, motor=MOTOR_NONE,
+                 fstatic=0.0, fdynamic=0.0, couple=-1, name=str(name))
+        d.update(extra)
+        self.items.append(d)
+        return len(self.items) - 1
+
+    def table(self) -> tuple[RowTable, list[str], dict[str, np.ndarray]]:
+        n = len(self.items)
+
+        def col(c, dtype=float, shape=()):
+            return np.asarray([it[c] for it in self.items], dtype=dtype).reshape((n,) + shape)
+
+        t = RowTable(source=col("source", np.int32), kind=col("kind", np.int32), axis=col("axis", np.int32),
+                     mode=col("mode", np.int32), value=col("value"), b0=col("b0", np.int32), b1=col("b1", np.int32),
+                     p0=col("p0", shape=(3,)), q0=col("q0", shape=(4,)), p1=col("p1", shape=(3,)),
+                     q1=col("q1", shape=(4,)), stiffness=col("stiffness"), damping=col("damping"),
+                     target_vel=col("target_vel"), max_force=col("max_force"), accel=col("accel", np.int32))
+        extra = {c: col(c, np.int32 if c in ("law", "lawidx", "fn", "motor", "couple") else float) for c in _EXTRA}
+        return t, [it["name"] for it in self.items], extra
+
+
+def _quat_x_to(a: np.ndarray) -> np.ndarray:
+    """xyzw rotation taking +X to the unit vector a."""
+    x = np.array([1.0, 0.0, 0.0])
+    c = float(np.dot(x, a))
+    if c < -1.0 + 1e-12:
+        return np.array([0.0, 0.0, 1.0, 0.0])  # 180 degrees about Z
+    axis = np.cross(x, a)
+    q = np.array([axis[0], axis[1], axis[2], 1.0 + c])
+    return q / np.linalg.norm(q)
+
+
+def _merge_laws(parts: list[PackedLaws]) -> tuple[PackedLaws, list[int]]:
+    """Concatenate packed law tables; returns the merged table and each part's first row."""
+    li, lf, data, starts = [], [], [], []
+    n_rows, n_data = 0, 0
+    for p in parts:
+        starts.append(n_rows)
+        a = np.array(p.law_i, dtype=np.int32).reshape(-1, 7)
+        a[:, [0, 2, 4]] += n_data
+        li.append(a)
+        lf.append(np.asarray(p.law_f, float).reshape(-1, 4))
+        data.append(np.asarray(p.data, float))
+        n_rows += a.shape[0]
+        n_data += len(p.data)
+    return PackedLaws(np.concatenate(li) if li else np.zeros((0, 7), np.int32),
+                      np.concatenate(lf) if lf else np.zeros((0, 4)),
+                      np.concatenate(data) if data else np.zeros(1)), starts
+
+
+def _law_is_linear(laws: PackedLaws, e: int) -> bool:
+    return int(laws.law_i[e, 1]) == 0 and int(laws.law_i[e, 3]) == 0 and int(laws.law_i[e, 5]) == 0
+
+
+def _dof_index(model: Model, j: int, token: str, where: str) -> int:
+    """Model DOF index (0..5) of a NewtonJointAPI / MbdMotor DOF token on joint j."""
+    locked = np.asarray(model.joint_locked[j], bool)
+    if token in ("angle", "distance"):
+        rng = range(3, 6) if token == "angle" else range(3)
+        free = [d for d in rng if not locked[d]]
+        if len(free) != 1:
+            raise UsdphysError(f"{where}: DOF '{token}' needs a joint with exactly one free "
+                               f"{'rotation' if token == 'angle' else 'translation'}; "
+                               f"{model.joint_paths[j]} has {len(free)}")
+        return free[0]
+    names = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
+    if token not in names:
+        raise UsdphysError(f"{where}: unknown DOF '{token}'")
+    return names.index(token)
+
+
+def build_element_rows(model: Model, table: RowTable) -> ElementRows:
+    """Joint rows from Model.constraint_rows() + the model's elements -> the solver's rows."""
+    names = [model.joint_paths[int(s)] if 0 <= int(s) < model.joint_count else "?" for s in table.source]
+    rl = _Rows(table, names)
+    el = model.elements
+    empty_fns = PackedTimeFunctions(np.zeros((0, 4), np.int32), np.zeros((0, 8)), np.zeros(1))
+    if el is None:
+        t, nm, ex = rl.table()
+        return ElementRows(t, nm, ex, _merge_laws([])[0], empty_fns, _no_loads(), np.zeros(0, np.int32))
+
+    def jframes(j):
+        b0, b1 = int(model.joint_body0[j]), int(model.joint_body1[j])
+        p0, q0 = model._frame_in_com(b0, model.joint_pos0[j], model.joint_rot0[j])
+        p1, q1 = model._frame_in_com(b1, model.joint_pos1[j], model.joint_rot1[j])
+        return b0, b1, p0, q0, p1, q1
+
+    def dof_row(d):
+        return (ROW_LIN, d) if d < 3 else (ROW_TWIST, d - 3)
+
+    # -- bushings: the joint's locked (equality) rows become implicit spring-dampers
+    bu = el.bushings
+    keep = np.ones(len(rl.items), bool)
+    for e in range(len(bu)):
+        j = int(bu.joint[e])
+        if j < 0:
+            warn(f"{bu.joint_paths[e]}: MbdBushingAPI on a joint that is not simulated; ignored")
+            continue
+        for r, it in enumerate(rl.items):
+            if it["source"] != j or it["mode"] != MODE_EQUAL:
+                continue
+            angular = it["kind"] in (ROW_PERP, ROW_TWIST)
+            k = bu.angular_stiffness[e] if angular else bu.linear_stiffness[e]
+            c = bu.angular_damping[e] if angular else bu.linear_damping[e]
+            if k == 0 and c == 0:
+                keep[r] = False  # "0 = free"
+                continue
+            it.update(mode=MODE_LAW, law=LAW_LINEAR, value=0.0, stiffness=float(k), damping=float(c),
+                      target_vel=0.0, preload=0.0)
+        if model.joint_is_distance[j] or model.joint_composite[j]:
+            continue
+        b0, b1, p0, q0, p1, q1 = jframes(j)
+        for d in range(6):
+            if model.joint_locked[j, d]:
+                continue
+            k = bu.free_angular_stiffness[e] if d >= 3 else bu.free_linear_stiffness[e]
+            c = bu.free_angular_damping[e] if d >= 3 else bu.free_linear_damping[e]
+            if k > 0 or c > 0:
+                kind, axis = dof_row(d)
+                rl.add(bu.joint_paths[e], kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, 0.0, k, c, law=LAW_LINEAR)
+    rl.items = [it for it, k in zip(rl.items, list(keep) + [True] * (len(rl.items) - len(keep))) if k]
+
+    # -- laws of TSDAs and RSDAs in one packed table
+    sd, ax, rs = el.spring_dampers, el.axial_spring_dampers, el.rotational_spring_dampers
+    laws, (sd0, rs0) = _merge_laws([sd.laws, rs.laws])
+
+    # -- point-to-point spring-dampers
+    for e in range(len(sd)):
+        b0, b1 = int(sd.body0[e]), int(sd.body1[e])
+        if b0 < 0 and b1 < 0:
+            continue
+        p0, _ = model._frame_in_com(b0, sd.local_pos0[e], _IDENT)
+        p1, _ = model._frame_in_com(b1, sd.local_pos1[e], _IDENT)
+        li = sd0 + e
+        k, c, x0, P = (float(v) for v in laws.law_f[li])
+        if _law_is_linear(laws, li):
+            rl.add(sd.paths[e], ROW_DIST, 0, MODE_LAW, b0, b1, p0, _IDENT, p1, _IDENT, x0, k, c, law=LAW_LINEAR,
+                   preload=P)
+        else:
+            rl.add(sd.paths[e], ROW_DIST, 0, MODE_LAW, b0, b1, p0, _IDENT, p1, _IDENT, x0, k, c, law=LAW_PACKED,
+                   lawidx=li, preload=P)
+        if np.isfinite(sd.min_length[e]):
+            rl.add(sd.paths[e], ROW_DIST, 0, MODE_LOWER, b0, b1, p0, _IDENT, p1, _IDENT, sd.min_length[e])
+        if np.isfinite(sd.max_length[e]):
+            rl.add(sd.paths[e], ROW_DIST, 0, MODE_UPPER, b0, b1, p0, _IDENT, p1, _IDENT, sd.max_length[e])
+
+    # -- axial spring-dampers: a linear row along the axis fixed in body0
+    user = user_axial_law_installed()
+    for e in range(len(ax)):
+        b0, b1 = int(ax.body0[e]), int(ax.body1[e])
+        if not ax.active[e] or (b0 < 0 and b1 < 0):
+            continue
+        p0, q0 = model._frame_in_com(b0, ax.local_pos0[e], _quat_x_to(np.asarray(ax.axis[e], float)))
+        p1, _ = model._frame_in_com(b1, ax.local_pos1[e], _IDENT)
+        rl.add(ax.paths[e], ROW_LIN, 0, MODE_LAW, b0, b1, p0, q0, p1, _IDENT, ax.offset[e], ax.stiffness[e],
+               ax.damping[e], ax.velocity_offset[e], law=LAW_AXIAL if user else LAW_LINEAR, preload=-ax.force[e])
+
+    # -- rotational spring-dampers: twist about Z of the two frames, unwrapped per world
+    for e in range(len(rs)):
+        b0, b1 = int(rs.body0[e]), int(rs.body1[e])
+        if b0 < 0 and b1 < 0:
+            continue
+        p0, q0 = model._frame_in_com(b0, rs.local_pos0[e], rs.local_rot0[e])
+        p1, q1 = model._frame_in_com(b1, rs.local_pos1[e], rs.local_rot1[e])
+        li = rs0 + e
+        k, c, x0, P = (float(v) for v in laws.law_f[li])
+        law = LAW_LINEAR if _law_is_linear(laws, li) else LAW_PACKED
+        rl.add(rs.paths[e], ROW_TWIST, 2, MODE_LAW, b0, b1, p0, q0, p1, q1, x0, k, c, law=law, lawidx=li,
+               preload=P)
+
+    # -- motors (rows on the joint's DOF)
+    mo = el.motors
+    motor_rows, motor_paths = [], []
+    driven: dict[tuple[int, int], int] = {}
+    from usdphys.elements import MODE_FORCE as EM_FORCE, MODE_POSITION as EM_POSITION
+
+    for e in range(len(mo)):
+        j = int(mo.joint[e])
+        if j < 0:
+            warn(f"{mo.paths[e]}: its joint {mo.joint_paths[e]} is not simulated (disabled, or it connects no "
+                 "simulated body); the motor is ignored")
+            continue
+        d = _dof_index(model, j, mo.dof[e], f"{mo.paths[e]}: mbd:dof")
+        if model.joint_locked[j, d] or model.joint_is_distance[j] or model.joint_composite[j]:
+            raise UsdphysError(f"{mo.paths[e]}: mbd:dof = '{mo.dof[e]}' is not a free DOF of {mo.joint_paths[e]}")
+        kind, axis = dof_row(d)
+        b0, b1, p0, q0, p1, q1 = jframes(j)
+        if mo.mode[e] == EM_FORCE:
+            r = rl.add(mo.paths[e], kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, law=LAW_EFFORT,
+                       fn=int(mo.fn[e]), motor=MOTOR_FORCE)
+        else:
+            mk = MOTOR_POSITION if mo.mode[e] == EM_POSITION else MOTOR_VELOCITY
+            r = rl.add(mo.paths[e], kind, axis, MODE_EQUAL, b0, b1, p0, q0, p1, q1, fn=int(mo.fn[e]), motor=mk)
+            if (j, d) in driven:
+                raise UsdphysError(f"{mo.paths[e]}: DOF '{mo.dof[e]}' of {mo.joint_paths[e]} is already driven by "
+                                   f"{rl.items[driven[(j, d)]]['name']}")
+            driven[(j, d)] = r
+        motor_rows.append(r)
+        motor_paths.append(mo.paths[e])
+
+    # -- NewtonJointAPI: armature, viscous damping, friction per DOF
+    jd = el.joint_dofs
+    for e in range(len(jd)):
+        j = int(jd.joint[e])
+        if j < 0:
+            warn(f"{jd.joint_paths[e]}: NewtonJointAPI on a joint that is not simulated; ignored")
+            continue
+        where = f"{jd.joint_paths[e]}: newton:dofs"
+        d = _dof_index(model, j, jd.dof[e], where)
+        if model.joint_locked[j, d] or model.joint_is_distance[j] or model.joint_composite[j]:
+            warn(f"{where}: '{jd.dof[e]}' is locked by the joint; its armature / friction / damping has no effect")
+            continue
+        kind, axis = dof_row(d)
+        b0, b1, p0, q0, p1, q1 = jframes(j)
+        name = jd.joint_paths[e]
+        if jd.armature[e] > 0:
+            rl.add(name, kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, 0.0, 0.0, jd.armature[e], law=LAW_ARMATURE)
+        if jd.viscous_damping[e] > 0:
+            rl.add(name, kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, 0.0, 0.0, jd.viscous_damping[e],
+                   law=LAW_LINEAR)
+        if jd.static_friction[e] > 0 or jd.dynamic_friction[e] > 0:
+            rl.add(name, kind, axis, MODE_FRICTION, b0, b1, p0, q0, p1, q1, fstatic=float(jd.static_friction[e]),
+                   fdynamic=float(jd.dynamic_friction[e]), couple=driven.get((j, d), -1))
+
+    t, nm, ex = rl.table()  # (the bushing filter ran before any row index was taken)
+    return ElementRows(t, nm, ex, laws, el.functions, _loads(model, el.loads), np.asarray(motor_rows, np.int32),
+                       motor_paths)
+
+
+def _no_loads() -> dict[str, np.ndarray]:
+    return dict(torque=np.zeros(0, np.int32), b0=np.zeros(0, np.int32), b1=np.zeros(0, np.int32),
+                p1=np.zeros((0, 3)), frame=np.zeros(0, np.int32), rot=np.zeros((0, 4)),
+                fn=np.zeros((0, 4), np.int32))
+
+
+def _loads(model: Model, lo) -> dict[str, np.ndarray]:
+    from usdphys.elements import RESOLVE_BODY0, RESOLVE_BODY1
+
+    out = {k: [] for k in ("torque", "b0", "b1", "p1", "frame", "rot", "fn")}
+    for e in range(len(lo)):
+        b0, b1 = int(lo.body0[e]), int(lo.body1[e])
+        if b1 < 0 and b0 < 0:
+            continue  # acts on static bodies only: nothing moves
+        p1, _ = model._frame_in_com(b1, lo.local_pos1[e], _IDENT)
+        res = int(lo.resolve_in[e])
+        frame = {RESOLVE_BODY0: b0, RESOLVE_BODY1: b1}.get(res, -1)
+        # world vector = R_com(frame) * conj(com_rot) * v  (the body PRIM axes), or world_rot * v
+        rot = quat_conj(model.body_com_rot[frame]) if frame >= 0 else np.asarray(lo.world_rot[e], float)
+        out["torque"].append(int(lo.torque[e]))
+        out["b0"].append(b0)
+        out["b1"].append(b1)
+        out["p1"].append(p1)
+        out["frame"].append(frame)
+        out["rot"].append(rot)
+        out["fn"].append(list(lo.vector_fn[e]) + [int(lo.scale_fn[e])])
+    n = len(out["b0"])
+    return dict(torque=np.asarray(out["torque"], np.int32), b0=np.asarray(out["b0"], np.int32),
+                b1=np.asarray(out["b1"], np.int32), p1=np.asarray(out["p1"], float).reshape(n, 3),
+                frame=np.asarray(out["frame"], np.int32), rot=np.asarray(out["rot"], float).reshape(n, 4),
+                fn=np.asarray(out["fn"], np.int32).reshape(n, 4))
+
+
+def _pad(a: np.ndarray, n: int) -> np.ndarray:
+    a = np.asarray(a)
+    if a.shape[0] >= n and a.shape[0] > 0:
+        return a
+    out = np.zeros((max(n, 1),) + a.shape[1:], dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+def element_data(er: ElementRows, device) -> ElementData:
+    """Upload the element columns, laws, functions and loads (arrays padded to >= 1 row)."""
+    R = max(er.count, 1)
+    d = ElementData()
+
+    def arr(a, dtype, n=None):
+        a = _pad(np.ascontiguousarray(a), n if n is not None else 1)
+        np_dtype = np.int32 if dtype in (wp.int32,) else np.float64
+        return wp.array(a.astype(np_dtype), dtype=dtype, device=device)
+
+    ex = er.extra
+    d.law = arr(ex["law"], wp.int32, R)
+    d.lawidx = arr(ex["lawidx"], wp.int32, R)
+    d.preload = arr(ex["preload"], wp.float64, R)
+    d.fn = arr(ex["fn"], wp.int32, R)
+    d.motor = arr(ex["motor"], wp.int32, R)
+    d.fstatic = arr(ex["fstatic"], wp.float64, R)
+    d.fdynamic = arr(ex["fdynamic"], wp.float64, R)
+    d.couple = arr(ex["couple"], wp.int32, R)
+    d.law_i = arr(np.asarray(er.laws.law_i, np.int32).reshape(-1, 7), wp.int32)
+    d.law_f = arr(np.asarray(er.laws.law_f, float).reshape(-1, 4), wp.float64)
+    d.law_data = arr(er.laws.data, wp.float64)
+    fns = er.functions
+    kinds = np.asarray(fns.kinds, np.int32).reshape(-1, 4)
+    params = np.asarray(fns.params, float).reshape(-1, 8)
+    d.tf_kinds = arr(kinds, wp.int32)
+    d.tf_params = arr(params, wp.float64)
+    d.tf_data = arr(fns.data, wp.float64)
+    lo = er.loads
+    d.n_loads = int(lo["b0"].shape[0])
+    d.load_torque = arr(lo["torque"], wp.int32)
+    d.load_b0 = arr(lo["b0"], wp.int32)
+    d.load_b1 = arr(lo["b1"], wp.int32)
+    d.load_p1 = arr(lo["p1"], wp.vec3d)
+    d.load_frame = arr(lo["frame"], wp.int32)
+    rot = _pad(lo["rot"], 1)
+    if lo["rot"].shape[0] == 0:
+        rot[:] = _IDENT
+    d.load_rot = wp.array(rot, dtype=wp.quatd, device=device)
+    d.load_fn = arr(lo["fn"], wp.int32)
+    d.n_motors = int(er.motor_rows.shape[0])
+    d.motor_row = arr(er.motor_rows, wp.int32)
+    return d
+
+
+def element_state(worlds: int, rows: int, device) -> ElementState:
+    s = ElementState()
+    R = max(rows, 1)
+    for name in ("rval", "fprev", "gun", "gdot", "sfac", "cfac", "qref", "lmax"):
+        setattr(s, name, wp.zeros((worlds, R), dtype=wp.float64, device=device))
+    s.stick = wp.zeros((worlds, R), dtype=wp.int32, device=device)
+    s.tnow = wp.zeros(worlds, dtype=wp.float64, device=device)
+    s.hnow = wp.zeros(worlds, dtype=wp.float64, device=device)
+    s.min_newton = wp.zeros(worlds, dtype=wp.int32, device=device)
+    return s
+
+
+def has_elements(er: ElementRows) -> bool:
+    return bool(er.loads["b0"].shape[0]) or bool(np.any(er.extra["law"] != LAW_NONE)) or bool(
+        np.any(er.extra["motor"] != MOTOR_NONE)) or bool(np.any(er.rows.mode == MODE_FRICTION))
+
+
