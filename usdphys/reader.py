@@ -8,8 +8,10 @@ writes "in the same space as the node's xform"; for bodies under an unrotated pa
 the usual case, that is the world frame; PhysX reads it that way too).
 
 What the solver does not simulate yet is named once per prim in a warning, never
-dropped silently: contact (collision shapes), our force elements, motors, bushings,
-NewtonJointAPI friction / armature, composite joints, cone limits, breakable joints.
+dropped silently: our force elements, motors, bushings, NewtonJointAPI friction /
+armature, composite joints, cone limits, breakable joints. Collision shapes, materials and
+collision filtering are read by usdphys.collision.shapes into ``Model.shapes`` (contact,
+issue #7; mass from collider density as UsdPhysics says).
 """
 from __future__ import annotations
 
@@ -195,7 +197,9 @@ def _mass_properties(stage, body_prim, desc, shapes, mpu, kpu, warner):
         sprim = stage.GetPrimAtPath(sp)
         s_api = UsdPhysics.MassAPI(sprim) if sprim and sprim.HasAPI(UsdPhysics.MassAPI) else None
         s_density = get(s_api, "Density")
-        density = s_density * kpu / mpu**3 if s_density else (body_density or DEFAULT_DENSITY_SI)
+        # UsdPhysics precedence: collider MassAPI > body MassAPI > bound physics material > 1000
+        density = s_density * kpu / mpu**3 if s_density else (
+            body_density or _material_density(sprim, mpu, kpu) or DEFAULT_DENSITY_SI)
         res = _shape_mass(sdesc, kind, density, warner, mpu)
         if res is None:
             warner(sp, "mass", f"collider type {kind} does not contribute mass or inertia "
@@ -247,6 +251,21 @@ def _mass_properties(stage, body_prim, desc, shapes, mpu, kpu, warner):
                                 f"of a solid sphere of radius {r} m")
     moments = np.maximum(moments, 1e-12 * max(float(np.max(moments)), 1e-30))
     return mass, com, moments, axes
+
+
+def _material_density(prim, mpu: float, kpu: float) -> float:
+    """physics:density (kg/m^3) of the material bound to a collider for purpose "physics"; 0 if none."""
+    if not prim:
+        return 0.0
+    from pxr import UsdShade
+
+    mat, _rel = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial("physics")
+    if not mat or not mat.GetPrim().HasAPI(UsdPhysics.MaterialAPI):
+        return 0.0
+    val = UsdPhysics.MaterialAPI(mat.GetPrim()).GetDensityAttr().Get()
+    if val is None or not math.isfinite(val) or val <= 0:
+        return 0.0
+    return float(val) * kpu / mpu**3
 
 
 def _world_scale(prim) -> np.ndarray:
@@ -307,18 +326,12 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
         model.gravity = -up_vec * 9.81
         warn(f"{source}: no PhysicsScene; using standard gravity 9.81 m/s^2 along -{up}")
 
-    # ---- shapes (mass only; contact not simulated yet)
+    # ---- shapes: UsdPhysics' descriptions give mass; the contact shapes are read below
     shapes: dict = {}
-    shape_paths = []
     for name, items in by_type.items():
         if name.endswith("Shape"):
             for p, d in items:
                 shapes[p] = (name, d)
-                shape_paths.append(str(p))
-    if shape_paths:
-        shown = ", ".join(sorted(shape_paths)[:5]) + (", ..." if len(shape_paths) > 5 else "")
-        warn(f"{source}: contact is not simulated yet (issue #7): {len(shape_paths)} collision shape(s) "
-             f"are used for mass properties only ({shown})")
 
     # ---- bodies
     cache = UsdGeom.XformCache(Usd.TimeCode.Default())
@@ -362,6 +375,7 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
             if scalar:
                 warner(prim.GetPath(), "newton", f"{', '.join(scalar)} (scalar Newton joint properties) "
                                                  "not simulated yet (issue #5); ignored")
+    _read_contact(stage, model, index, by_type)  # collision shapes, materials, filtering (issue #7)
     if model.body_count == 0:
         warn(f"{source}: no dynamic rigid body (UsdPhysics RigidBodyAPI) to simulate")
     return model, defaults
@@ -505,3 +519,53 @@ def _read_joint(stage, cache, model, index, kind, path, d, mpu, kpu, warner):
                     drive_stiffness=k, drive_damping=c, drive_target_pos=tp, drive_target_vel=tv,
                     drive_max_force=fmax, drive_accel=accel, dist_min=dmin, dist_max=dmax,
                     is_distance=is_distance)
+
+
+# ---------------------------------------------------------------------------- contact (issue #7)
+def _read_contact(stage, model: Model, index: dict, by_type: dict) -> None:
+    """Model.shapes (usdphys.collision.read_shapes), contact_method and contact_exclude.
+
+    Joints with physics:collisionEnabled = false (the UsdPhysics default) stop contact between
+    the bodies they join: two simulated bodies become an excluded body pair; a simulated body
+    jointed to a static prim (static body, collider) loses contact with that prim's shapes only
+    (filtered shape pairs), not with the rest of the static world.
+    """
+    from usdphys.collision import read_shapes
+
+    scenes = by_type.get("Scene", [])
+    if scenes:
+        sprim = stage.GetPrimAtPath(scenes[0][0])
+        attr = sprim.GetAttribute("mbd:contactMethod") if sprim else None
+        if attr and attr.HasAuthoredValue():
+            method = str(attr.Get())
+            if method not in ("nsc", "smc"):
+                raise UsdphysError(f"{scenes[0][0]}: mbd:contactMethod = {method!r}: expected 'nsc' or 'smc'")
+            model.contact_method = method
+    table = read_shapes(stage, lambda path: index.get(str(path), -1))
+    exclude = set()
+    if len(table):
+        for kind, items in by_type.items():
+            if not kind.endswith("Joint"):
+                continue
+            for p, d in items:
+                if not getattr(d, "jointEnabled", True) or getattr(d, "collisionEnabled", False):
+                    continue
+                sides = []
+                for body in (d.body0, d.body1):
+                    key = str(body) if body and not body.isEmpty else ""
+                    sides.append((index.get(key, -1), key))
+                (b0, p0), (b1, p1) = sides
+                if b0 >= 0 and b1 >= 0:
+                    exclude.add((min(b0, b1), max(b0, b1)))
+                    continue
+                for (b, _), (_, other) in (((b0, p0), (b1, p1)), ((b1, p1), (b0, p0))):
+                    if b < 0 or not other:
+                        continue
+                    mine = [s for s in range(len(table)) if int(table.body[s]) == b]
+                    theirs = [s for s, sp in enumerate(table.paths) if int(table.body[s]) < 0
+                              and (sp == other or sp.startswith(other + "/"))]
+                    for i in mine:
+                        for j in theirs:
+                            table.filtered_pairs.add((min(i, j), max(i, j)))
+    model.shapes = table if len(table) else None
+    model.contact_exclude = sorted(exclude)

@@ -95,14 +95,15 @@ class ContactState:
     gam: wp.array2d(dtype=wp.float64)  # compliance 1 / (h (h k + c)) (soft)
     f0h: wp.array2d(dtype=wp.float64)  # h F(depth) (soft)
     mu: wp.array2d(dtype=wp.float64)
-    imp: wp.array2d(dtype=wp.float64)  # approach speed of a contact that lands this step
+    rest: wp.array2d(dtype=wp.float64)  # restitution coefficient of an impacting contact, else 0
+    lamc: wp.array2d(dtype=wp.vec3d)  # impulses of the second (post-restitution) inelastic pass
+    rimp: wp.array2d(dtype=wp.float64)  # restitution impulse (Poisson), along n
     point: wp.array2d(dtype=wp.vec3d)  # contact point (midpoint), world
-    # the previous step's contacts, for warm starts and pending impacts
+    # the previous step's contacts, for warm starts and the static / dynamic friction choice
     prev_count: wp.array(dtype=wp.int32)
     prev_pair: wp.array2d(dtype=wp.int32)
     prev_point: wp.array2d(dtype=wp.vec3d)
     prev_lam: wp.array2d(dtype=wp.vec3d)  # world impulse vector
-    prev_imp: wp.array2d(dtype=wp.float64)
     prev_slip: wp.array2d(dtype=wp.float64)
     # per body: velocity changes from contact (+ the joints' reaction), and position-only ones
     dv: wp.array2d(dtype=wp.vec3d)
@@ -267,10 +268,8 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
             j = j + 1
         u_free = _rel_vel(D, A0, A1, _get(vfree, w, b0), _get(wfree, w, b0), _get(vfree, w, b1), _get(wfree, w, b1))
         slip_ref = f64(0.0)
-        pending = f64(0.0)
         if best >= 0:
             slip_ref = cs.prev_slip[w, best]
-            pending = cs.prev_imp[w, best]
         else:
             u_old = _rel_vel(D, A0, A1, _get(vel, w, b0), _get(omega, w, b0), _get(vel, w, b1), _get(omega, w, b1))
             slip_ref = wp.sqrt(u_old[1] * u_old[1] + u_old[2] * u_old[2])
@@ -283,7 +282,7 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
         bp = f64(0.0)
         gam = f64(0.0)
         f0h = f64(0.0)
-        imp = f64(0.0)
+        rst = f64(0.0)
         if im0 + im1 <= f64(0.0):
             kind = KIND_OFF
         elif cm.smc != 0 or cm.soft[sa] != 0 or cm.soft[sb] != 0:
@@ -334,13 +333,15 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
             gap = -depth
             if gap > f64(0.0):
                 bn = -gap / h  # speculative: may approach until touching, no further
-            if pending > f64(0.0) and u_free[0] < v_bounce:
-                bn = wp.max(bn, e * pending)  # landed last step: Newton's law on that approach speed
-            elif e > f64(0.0) and -u_free[0] > v_bounce:
-                if gap <= f64(0.0):
-                    bn = wp.max(bn, -e * u_free[0])  # impact at the step start
-                elif u_free[0] < bn:
-                    imp = -u_free[0]  # lands during this step; rebounds at the next
+            if e > f64(0.0) and -u_free[0] > v_bounce and u_free[0] < bn:
+                # an impact within this step: compressed to rest where it is (the first pass),
+                # then the restitution impulse e * (compression impulse) (Poisson); the gap it
+                # turns at is taken out by a position-only pull of (1 + e) gap, which puts the
+                # bodies where an impact at the touching point would have left them
+                rst = e
+                bn = f64(0.0)
+                if gap > f64(0.0):
+                    bp = -(f64(1.0) + e) * gap / h
             if depth > cm.slop:
                 bp = (depth - cm.slop) / h
         cs.kind[w, k] = kind
@@ -349,7 +350,9 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
         cs.gam[w, k] = gam
         cs.f0h[w, k] = f0h
         cs.mu[w, k] = mu
-        cs.imp[w, k] = imp
+        cs.rest[w, k] = rst
+        cs.rimp[w, k] = f64(0.0)
+        cs.lamc[w, k] = z
         cs.plam[w, k] = f64(0.0)
         lam = z
         if best >= 0 and kind != KIND_OFF:
@@ -410,6 +413,102 @@ def project_joints(w: int, nr: int, act: wp.array2d(dtype=wp.int32), row_b0: wp.
 
 
 @wp.func
+def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
+           vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), second: int) -> wp.float64:
+    """One Gauss-Seidel sweep over the contacts; returns the largest contact velocity change.
+
+    second = 0: the main pass (accumulated impulses cs.lam, hard and compliant contacts,
+    position-only impulses); second = 1: the inelastic pass after restitution (fresh
+    impulses cs.lamc, hard contacts only)."""
+    dmax = f64(0.0)
+    for k in range(n_c):
+        kind = cs.kind[w, k]
+        if kind == KIND_OFF or (second != 0 and kind != KIND_HARD):
+            continue
+        b0 = cs.c.body0[w, k]
+        b1 = cs.c.body1[w, k]
+        im0 = f64(0.0)
+        im1 = f64(0.0)
+        if b0 >= 0:
+            im0 = inv_mass[b0]
+        if b1 >= 0:
+            im1 = inv_mass[b1]
+        D = cs.dirs[w, k]
+        A0 = cs.a0[w, k]
+        A1 = cs.a1[w, k]
+        K = cs.kblk[w, k]
+        u = _rel_vel(D, A0, A1, _vel(vfree, cs.dv, w, b0), _vel(wfree, cs.dw, w, b0),
+                     _vel(vfree, cs.dv, w, b1), _vel(wfree, cs.dw, w, b1))
+        lam = cs.lam[w, k]
+        if second != 0:
+            lam = cs.lamc[w, k]
+        ln = lam[0]
+        r = f64(0.0)
+        den = K[0, 0]
+        if kind == KIND_HARD:
+            r = u[0] - cs.bn[w, k]
+        else:
+            g = cs.gam[w, k]
+            r = u[0] + g * (ln - cs.f0h[w, k])
+            den = den + g
+        ln_new = wp.max(f64(0.0), ln - r / den)
+        dln = ln_new - ln
+        # tangent pair at the updated normal impulse: the exact 2x2 stick solution if it
+        # lies in the friction disc; otherwise an isotropic step (1 / largest eigenvalue)
+        # projected onto the disc, whose fixed point opposes the slip velocity (maximal
+        # dissipation; projecting the anisotropic 2x2 solution would not)
+        ut1 = u[1] + K[1, 0] * dln
+        ut2 = u[2] + K[2, 0] * dln
+        a = K[1, 1]
+        bb = K[1, 2]
+        cc = K[2, 2]
+        det = a * cc - bb * bb
+        x1 = lam[1]
+        x2 = lam[2]
+        if det > f64(0.0):
+            x1 = lam[1] - (cc * ut1 - bb * ut2) / det
+            x2 = lam[2] - (a * ut2 - bb * ut1) / det
+        bound = cs.mu[w, k] * ln_new
+        nt = wp.sqrt(x1 * x1 + x2 * x2)
+        if nt > bound:
+            half = f64(0.5) * (a - cc)
+            kmax = f64(0.5) * (a + cc) + wp.sqrt(half * half + bb * bb)
+            x1 = lam[1] - ut1 / kmax
+            x2 = lam[2] - ut2 / kmax
+            nt = wp.sqrt(x1 * x1 + x2 * x2)
+            if nt > bound:
+                sc = f64(0.0)
+                if nt > f64(0.0):
+                    sc = bound / nt
+                x1 = x1 * sc
+                x2 = x2 * sc
+        dl = wp.vec3d(dln, x1 - lam[1], x2 - lam[2])
+        _apply(cs, w, k, b0, b1, im0, im1, dl)
+        if second != 0:
+            cs.lamc[w, k] = wp.vec3d(ln_new, x1, x2)
+        else:
+            cs.lam[w, k] = wp.vec3d(ln_new, x1, x2)
+        dmax = wp.max(dmax, wp.length(K * dl))
+        # position-only impulse (split impulse): penetration beyond the slop is pushed out;
+        # an impact's gap is pulled shut (signed: an equality row)
+        if kind == KIND_HARD and second == 0:
+            pl = cs.plam[w, k]
+            bpk = cs.bp[w, k]
+            if bpk != f64(0.0) or pl != f64(0.0):
+                up = wp.dot(D[0], _get(cs.pv, w, b1) - _get(cs.pv, w, b0)) + wp.dot(A1[0], _get(cs.pw, w, b1)) \
+                    - wp.dot(A0[0], _get(cs.pw, w, b0))
+                pl_new = pl - (up - bpk) / K[0, 0]
+                if bpk >= f64(0.0):
+                    pl_new = wp.max(f64(0.0), pl_new)
+                dp = pl_new - pl
+                if dp != f64(0.0):
+                    _apply_pos(cs, w, k, b0, b1, im0, im1, dp)
+                    cs.plam[w, k] = pl_new
+                    dmax = wp.max(dmax, wp.abs(K[0, 0] * dp))
+    return dmax
+
+
+@wp.func
 def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
                   vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), nr: int,
                   act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
@@ -420,87 +519,13 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass
                   wa1: wp.array2d(dtype=wp.vec3d), sdiag: wp.array2d(dtype=wp.float64),
                   Lf: wp.array3d(dtype=wp.float64), Dg: wp.array2d(dtype=wp.float64),
                   res: wp.array2d(dtype=wp.float64)):
-    """Projected Gauss-Seidel over the contacts, joints re-imposed after every sweep."""
+    """Projected Gauss-Seidel over the contacts, joints re-imposed after every sweep; then
+    restitution (Poisson: e times each impacting contact's compression impulse, all at once)
+    and a second inelastic pass for whatever the restitution impulses push together."""
     used = int(0)
     for sweep in range(cm.max_sweeps):
         used = sweep + 1
-        dmax = f64(0.0)
-        for k in range(n_c):
-            kind = cs.kind[w, k]
-            if kind == KIND_OFF:
-                continue
-            b0 = cs.c.body0[w, k]
-            b1 = cs.c.body1[w, k]
-            im0 = f64(0.0)
-            im1 = f64(0.0)
-            if b0 >= 0:
-                im0 = inv_mass[b0]
-            if b1 >= 0:
-                im1 = inv_mass[b1]
-            D = cs.dirs[w, k]
-            A0 = cs.a0[w, k]
-            A1 = cs.a1[w, k]
-            K = cs.kblk[w, k]
-            u = _rel_vel(D, A0, A1, _vel(vfree, cs.dv, w, b0), _vel(wfree, cs.dw, w, b0),
-                         _vel(vfree, cs.dv, w, b1), _vel(wfree, cs.dw, w, b1))
-            lam = cs.lam[w, k]
-            ln = lam[0]
-            r = f64(0.0)
-            den = K[0, 0]
-            if kind == KIND_HARD:
-                r = u[0] - cs.bn[w, k]
-            else:
-                g = cs.gam[w, k]
-                r = u[0] + g * (ln - cs.f0h[w, k])
-                den = den + g
-            ln_new = wp.max(f64(0.0), ln - r / den)
-            dln = ln_new - ln
-            # tangent pair at the updated normal impulse: the exact 2x2 stick solution if it
-            # lies in the friction disc; otherwise an isotropic step (1 / largest eigenvalue)
-            # projected onto the disc, whose fixed point opposes the slip velocity (maximal
-            # dissipation; projecting the anisotropic 2x2 solution would not)
-            ut1 = u[1] + K[1, 0] * dln
-            ut2 = u[2] + K[2, 0] * dln
-            a = K[1, 1]
-            bb = K[1, 2]
-            cc = K[2, 2]
-            det = a * cc - bb * bb
-            x1 = lam[1]
-            x2 = lam[2]
-            if det > f64(0.0):
-                x1 = lam[1] - (cc * ut1 - bb * ut2) / det
-                x2 = lam[2] - (a * ut2 - bb * ut1) / det
-            bound = cs.mu[w, k] * ln_new
-            nt = wp.sqrt(x1 * x1 + x2 * x2)
-            if nt > bound:
-                half = f64(0.5) * (a - cc)
-                kmax = f64(0.5) * (a + cc) + wp.sqrt(half * half + bb * bb)
-                x1 = lam[1] - ut1 / kmax
-                x2 = lam[2] - ut2 / kmax
-                nt = wp.sqrt(x1 * x1 + x2 * x2)
-                if nt > bound:
-                    s = f64(0.0)
-                    if nt > f64(0.0):
-                        s = bound / nt
-                    x1 = x1 * s
-                    x2 = x2 * s
-            dl = wp.vec3d(dln, x1 - lam[1], x2 - lam[2])
-            _apply(cs, w, k, b0, b1, im0, im1, dl)
-            cs.lam[w, k] = wp.vec3d(ln_new, x1, x2)
-            dmax = wp.max(dmax, wp.length(K * dl))
-            # position-only impulse (split impulse): penetration beyond the slop
-            if kind == KIND_HARD:
-                pl = cs.plam[w, k]
-                bpk = cs.bp[w, k]
-                if bpk > f64(0.0) or pl > f64(0.0):
-                    up = wp.dot(D[0], _get(cs.pv, w, b1) - _get(cs.pv, w, b0)) + wp.dot(A1[0], _get(cs.pw, w, b1)) \
-                        - wp.dot(A0[0], _get(cs.pw, w, b0))
-                    pl_new = wp.max(f64(0.0), pl - (up - bpk) / K[0, 0])
-                    dp = pl_new - pl
-                    if dp != f64(0.0):
-                        _apply_pos(cs, w, k, b0, b1, im0, im1, dp)
-                        cs.plam[w, k] = pl_new
-                        dmax = wp.max(dmax, wp.abs(K[0, 0] * dp))
+        dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0)
         if nr > 0:
             project_joints(w, nr, act, row_b0, row_b1, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
                            res, cs.dv, cs.dw, cs.jlam)
@@ -508,10 +533,35 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass
                            res, cs.pv, cs.pw, cs.pjlam)
         if dmax <= cm.tol:
             break
-    if used > cs.sweeps[w]:
-        cs.sweeps[w] = used
     if used >= cm.max_sweeps and cm.max_sweeps > 1:
         cs.unconverged[w] = cs.unconverged[w] + 1
+    bounced = int(0)
+    for k in range(n_c):
+        e = cs.rest[w, k]
+        if e > f64(0.0) and cs.kind[w, k] == KIND_HARD:
+            R = e * cs.lam[w, k][0]
+            if R > f64(0.0):
+                b0 = cs.c.body0[w, k]
+                b1 = cs.c.body1[w, k]
+                im0 = f64(0.0)
+                im1 = f64(0.0)
+                if b0 >= 0:
+                    im0 = inv_mass[b0]
+                if b1 >= 0:
+                    im1 = inv_mass[b1]
+                _apply(cs, w, k, b0, b1, im0, im1, wp.vec3d(R, f64(0.0), f64(0.0)))
+                cs.rimp[w, k] = R
+                bounced = 1
+    if bounced != 0:
+        for sweep in range(cm.max_sweeps):
+            if nr > 0:
+                project_joints(w, nr, act, row_b0, row_b1, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
+                               Dg, res, cs.dv, cs.dw, cs.jlam)
+            used = used + 1
+            if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1) <= cm.tol:
+                break
+    if used > cs.sweeps[w]:
+        cs.sweeps[w] = used
 
 
 @wp.func
@@ -527,10 +577,10 @@ def contact_kick(cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp
         D = cs.dirs[w, k]
         A0 = cs.a0[w, k]
         A1 = cs.a1[w, k]
-        L = cs.lam[w, k]
+        L = cs.lam[w, k] + cs.lamc[w, k]
         slip = f64(0.0)
         if cs.kind[w, k] != KIND_OFF:
-            Lp = L + wp.vec3d(cs.plam[w, k], f64(0.0), f64(0.0))
+            Lp = L + wp.vec3d(cs.plam[w, k] + cs.rimp[w, k], f64(0.0), f64(0.0))
             lin = wp.transpose(D) * Lp
             if b1 >= 0:
                 vstar[w, b1] = vstar[w, b1] + inv_mass[b1] * lin
@@ -544,7 +594,6 @@ def contact_kick(cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp
         cs.prev_pair[w, k] = cs.c.pair[w, k]
         cs.prev_point[w, k] = cs.point[w, k]
         cs.prev_lam[w, k] = wp.transpose(D) * L
-        cs.prev_imp[w, k] = cs.imp[w, k]
         cs.prev_slip[w, k] = slip
     cs.prev_count[w] = n_c
     for i in range(nr):
@@ -700,9 +749,9 @@ def setup_contact(model, worlds: int, rows: int, device, options: ContactOptions
     cs.kind = wp.zeros((W, C), dtype=wp.int32, device=device)
     for name in ("dirs", "a0", "a1", "b0", "b1", "kblk"):
         setattr(cs, name, wp.zeros((W, C), dtype=wp.mat33d, device=device))
-    for name in ("lam", "point", "prev_point", "prev_lam"):
+    for name in ("lam", "lamc", "point", "prev_point", "prev_lam"):
         setattr(cs, name, wp.zeros((W, C), dtype=wp.vec3d, device=device))
-    for name in ("plam", "bn", "bp", "gam", "f0h", "mu", "imp", "prev_imp", "prev_slip"):
+    for name in ("plam", "bn", "bp", "gam", "f0h", "mu", "rest", "rimp", "prev_slip"):
         setattr(cs, name, wp.zeros((W, C), dtype=wp.float64, device=device))
     cs.prev_count = wp.zeros(W, dtype=wp.int32, device=device)
     cs.prev_pair = wp.zeros((W, C), dtype=wp.int32, device=device)
