@@ -153,19 +153,23 @@ def test_nested_and_scaled_bodies_and_joint_under_child():
     np.testing.assert_allclose(model.joint_pos0[0], [0, 0, 1.0])  # scaled into metres
 
 
-def test_unsimulated_elements_warn_once_by_path(caplog):
+def test_elements_are_read_not_warned(caplog):
+    """Issue #5: force elements and NewtonJointAPI are simulated (no 'not simulated' warning);
+    an element that connects nothing is an error naming its path."""
     stage = new_stage()
     body(stage, "/b", mass=1.0, inertia=(1, 1, 1), cube=0.1)
-    stage.DefinePrim("/spring", "MbdSpringDamper")
+    spring = stage.DefinePrim("/spring", "MbdSpringDamper")
+    spring.CreateRelationship("mbd:body1").SetTargets(["/b"])
     j = UsdPhysics.RevoluteJoint.Define(stage, "/j")
     j.CreateBody1Rel().SetTargets(["/b"])
     j.GetPrim().ApplyAPI("NewtonJointAPI")
     with caplog.at_level(logging.WARNING, logger="usdphys"):
+        model, _ = read_stage(stage)
+    assert "not simulated yet (issue #5)" not in caplog.text
+    assert model.elements.spring_dampers.paths == ["/spring"]
+    spring.GetRelationship("mbd:body1").ClearTargets(True)
+    with pytest.raises(UsdphysError, match="/spring: MbdSpringDamper connects no body"):
         read_stage(stage)
-    text = caplog.text
-    assert text.count("/spring: MbdSpringDamper") == 1
-    assert "/j: per-DOF armature" in text
-    assert "contact is not simulated" not in text  # issue #7: collision shapes are simulated
 
 
 def test_instance_proxies_are_read():

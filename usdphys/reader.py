@@ -7,11 +7,16 @@ physics:angularVelocity as a world-frame angular velocity in DEGREES / s (UsdPhy
 writes "in the same space as the node's xform"; for bodies under an unrotated parent,
 the usual case, that is the world frame; PhysX reads it that way too).
 
+Our force elements, loads, motors, bushings and NewtonJointAPI joint properties (both the
+per-DOF and the scalar newton-usd-schemas form) are read by usdphys.elements into
+``Model.elements`` (SI); the composite joints (MbdRevoluteSphericalJoint,
+MbdRevoluteTranslationalJoint) become joints with COMPOSITE_* rows.
+
+Collision shapes, materials and collision filtering are read by usdphys.collision.shapes
+into ``Model.shapes`` (contact, issue #7; mass from collider density as UsdPhysics says).
+
 What the solver does not simulate yet is named once per prim in a warning, never
-dropped silently: our force elements, motors, bushings, NewtonJointAPI friction /
-armature, composite joints, cone limits, breakable joints. Collision shapes, materials and
-collision filtering are read by usdphys.collision.shapes into ``Model.shapes`` (contact,
-issue #7; mass from collider density as UsdPhysics says).
+dropped silently: cone limits, breakable joints.
 """
 from __future__ import annotations
 
@@ -23,25 +28,22 @@ import numpy as np
 from pxr import Sdf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError, warn
-from usdphys.model import Model, matrix_to_quat
+from usdphys.model import (
+    COMPOSITE_REVOLUTE_SPHERICAL,
+    COMPOSITE_REVOLUTE_TRANSLATIONAL,
+    Model,
+    matrix_to_quat,
+    quat_mul,
+    quat_rotate,
+)
 
 DEG = math.pi / 180.0
 DEFAULT_DENSITY_SI = 1000.0  # kg/m^3, UsdPhysics' default when nothing is authored
 
-# Our schema types and APIs the solver does not simulate yet (issue #5), with what they do.
-_UNSIMULATED_TYPES = {
-    "MbdSpringDamper": "point-to-point spring-damper",
-    "MbdAxialSpringDamper": "axial spring-damper",
-    "MbdRotationalSpringDamper": "rotational spring-damper",
-    "MbdForce": "applied force",
-    "MbdTorque": "applied torque",
-    "MbdMotor": "joint motor",
-    "MbdRevoluteSphericalJoint": "revolute-spherical composite joint",
-    "MbdRevoluteTranslationalJoint": "revolute-translational composite joint",
-}
-_UNSIMULATED_APIS = {
-    "NewtonJointAPI": "per-DOF armature / friction / viscous damping (NewtonJointAPI)",
-    "MbdBushingAPI": "bushing compliance (MbdBushingAPI); the joint is simulated rigid",
+# Composite joints (our typed joints; usd-core parses them as generic D6 joints).
+_COMPOSITE_TYPES = {
+    "MbdRevoluteSphericalJoint": COMPOSITE_REVOLUTE_SPHERICAL,
+    "MbdRevoluteTranslationalJoint": COMPOSITE_REVOLUTE_TRANSLATIONAL,
 }
 
 _DOF_INDEX = {"TransX": 0, "TransY": 1, "TransZ": 2, "RotX": 3, "RotY": 4, "RotZ": 5}
@@ -359,26 +361,57 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
         for p, d in sorted(by_type[kind], key=lambda it: str(it[0])):
             _read_joint(stage, cache, model, index, kind, p, d, mpu, kpu, warner)
 
-    # ---- our own schemas that are not simulated yet
-    for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
-        tname = str(prim.GetTypeName())
-        if tname in _UNSIMULATED_TYPES:
-            warner(prim.GetPath(), "mbd", f"{tname} ({_UNSIMULATED_TYPES[tname]}) is not simulated yet "
-                                          "(issue #5); ignored")
-        for api in prim.GetAppliedSchemas():
-            base = str(api).split(":")[0]
-            if base in _UNSIMULATED_APIS:
-                warner(prim.GetPath(), base, f"{_UNSIMULATED_APIS[base]} is not simulated yet (issue #5); ignored")
-        if prim.IsA(UsdPhysics.Joint) and "NewtonJointAPI" not in [str(a) for a in prim.GetAppliedSchemas()]:
-            scalar = [n for n in ("newton:armature", "newton:friction", "newton:damping")
-                      if prim.GetAttribute(n) and prim.GetAttribute(n).HasAuthoredValue()]
-            if scalar:
-                warner(prim.GetPath(), "newton", f"{', '.join(scalar)} (scalar Newton joint properties) "
-                                                 "not simulated yet (issue #5); ignored")
+    # ---- force elements, loads, motors, bushings, NewtonJointAPI (issue #5)
+    _read_elements(stage, model, index, static_bodies)
     _read_contact(stage, model, index, by_type)  # collision shapes, materials, filtering (issue #7)
     if model.body_count == 0:
         warn(f"{source}: no dynamic rigid body (UsdPhysics RigidBodyAPI) to simulate")
     return model, defaults
+
+
+def _read_elements(stage, model: Model, index: dict, static_bodies: set) -> None:
+    """Model.elements from usdphys.elements (SI, body PRIM frames); spring masses lumped."""
+    from usdphys.elements import read_elements
+
+    def body_index(path: str) -> int:
+        if path in index:
+            return index[path]
+        if path in static_bodies:
+            return -1
+        raise KeyError(path)
+
+    joints = {p: j for j, p in enumerate(model.joint_paths)}
+    elements = read_elements(stage, body_index, lambda p: joints.get(p, -1),
+                             lambda p: _world_scale(stage.GetPrimAtPath(p)))
+    sd = elements.spring_dampers
+    for e in range(len(sd)):
+        # Multibody.jl Spring(m, lengthFraction): lumped into the two ends (docs/forces.md)
+        m, lam = float(sd.spring_mass[e]), float(sd.spring_mass_fraction[e])
+        if m > 0:
+            model.add_point_mass(int(sd.body0[e]), sd.local_pos0[e], m * (1.0 - lam))
+            model.add_point_mass(int(sd.body1[e]), sd.local_pos1[e], m * lam)
+    model.elements = elements
+
+
+def _composite_distance(prim, model: Model, b0, p0, r0, b1, p1, r1, composite: int, mpu: float) -> float:
+    """mbd:distance (stage units -> m) or, unauthored, its value in the initial configuration."""
+    attr = prim.GetAttribute("mbd:distance") if prim else None
+    if attr and attr.HasAuthoredValue():
+        v = attr.Get()
+        if v is None or not math.isfinite(float(v)):
+            raise UsdphysError(f"{prim.GetPath()}: mbd:distance = {v}: expected a finite number")
+        return float(v) * mpu
+
+    def world(b, p, r):
+        if b < 0:
+            return np.asarray(p, float), np.asarray(r, float)
+        return model.body_pos[0, b] + quat_rotate(model.body_rot[0, b], p), quat_mul(model.body_rot[0, b], r)
+
+    P0, _ = world(b0, p0, r0)
+    P1, Q1 = world(b1, p1, r1)
+    if composite == COMPOSITE_REVOLUTE_SPHERICAL:
+        return float(np.linalg.norm(P1 - P0))
+    return float(np.dot(P1 - P0, quat_rotate(Q1, np.array([1.0, 0.0, 0.0]))))
 
 
 def _has_animated_xform(prim) -> bool:
@@ -402,8 +435,6 @@ def _side(index, body_path, pos, rot, mpu):
 def _read_joint(stage, cache, model, index, kind, path, d, mpu, kpu, warner):
     prim = stage.GetPrimAtPath(path)
     tname = str(prim.GetTypeName()) if prim else ""
-    if tname in _UNSIMULATED_TYPES:
-        return  # warned with our other schemas
     if not d.jointEnabled:
         return  # disabled joints are authored intent: simply not simulated
     if kind in ("CustomJoint",):
@@ -460,6 +491,12 @@ def _read_joint(stage, cache, model, index, kind, path, d, mpu, kpu, warner):
         if math.isfinite(hi):
             upper[dof] = hi * unit
 
+    if tname in _COMPOSITE_TYPES:  # MbdRevoluteSphericalJoint / MbdRevoluteTranslationalJoint (issue #5)
+        comp = _COMPOSITE_TYPES[tname]
+        dist = _composite_distance(prim, model, b0, p0, r0, b1, p1, r1, comp, mpu)
+        label = "revolute-spherical" if comp == COMPOSITE_REVOLUTE_SPHERICAL else "revolute-translational"
+        model.add_joint(str(path), b0, b1, p0, r0, p1, r1, kind=label, composite=comp, composite_distance=dist)
+        return
     is_distance = False
     dmin = dmax = np.nan
     label = kind.replace("Joint", "").lower() or "generic"

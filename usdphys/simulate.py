@@ -38,6 +38,10 @@ class Result:
     stage: object = field(default=None, repr=False)
     input_path: str | None = None
     assembly_layer: object = field(default=None, repr=False)  # SNAP's transforms (session layer), if any
+    # MbdMotor prims and their generalised force (N or N m on body1 along / about the DOF) in
+    # the last step of every frame: (F, W, M); frame 0 holds 0 (issue #5)
+    motor_paths: list[str] = field(default_factory=list)
+    motor_efforts: np.ndarray | None = None
 
     def write(self, path: str | os.PathLike, world: int = 0):
         """Write world `world` as a new layer over the input (atomic; the input is never touched)."""
@@ -119,13 +123,15 @@ class _Progress:
 
 
 def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, worlds: int = 1,
-             progress: bool = False, model: Model | None = None) -> Result:
+             progress: bool = False, model: Model | None = None, axial_force_law=None) -> Result:
     """Simulate a USD stage (Usd.Stage or file path) or a Model.
 
     duration / dt default to the stage's MbdSimulationAPI (mbd:endTime / mbd:timeStep on the
     PhysicsScene), else 5 s and 1 ms; fps defaults to 60. The step used is the largest one
     <= dt that divides the frame interval 1/fps. worlds > 1 replicates the model (the
     initial state of each world can be edited on a Model passed as `model`).
+    axial_force_law: a Warp function (t, dx, dv, k, d, offset) -> f (wp.float64) replacing the
+    law of every MbdAxialSpringDamper (usdphys.solver.forces.set_axial_force_law).
     """
     stage = None
     input_path = None
@@ -163,9 +169,11 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
 
     from usdphys.solver import Solver
 
-    run = Solver(model, device=device).run(frames, substeps, h, progress=_Progress(progress))
+    solver = Solver(model, device=device, axial_force_law=axial_force_law)
+    run = solver.run(frames, substeps, h, progress=_Progress(progress))
     pos, rot = model.prim_from_com(run.pos, run.rot)
     return Result(times=np.arange(frames + 1) / fps, body_paths=list(model.body_paths), positions=pos,
                   orientations=rot, fps=fps, dt=h, substeps=substeps, model=model,
                   max_constraint_error=run.max_constraint_error, stage=stage, input_path=input_path,
-                  assembly_layer=assembly_layer)
+                  assembly_layer=assembly_layer, motor_paths=list(solver.elements.motor_paths),
+                  motor_efforts=run.motor_effort)

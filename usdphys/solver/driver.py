@@ -17,6 +17,7 @@ import warp as wp
 from usdphys.errors import UsdphysError, warn
 from usdphys.warpinit import init_warp
 from usdphys.model import Model
+from usdphys.solver import forces
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactOptions, contact_stats, setup_contact
 
@@ -36,6 +37,9 @@ class SolverRun:
     pos: np.ndarray
     rot: np.ndarray
     max_constraint_error: np.ndarray  # (W,) largest hard-constraint residual after any step
+    # (F+1, W, M) generalised force of every motor (N or N m, on body1 along / about its DOF)
+    # in the last step of each frame; frame 0 is 0 (issue #5)
+    motor_effort: np.ndarray | None = None
 
 
 def _arr(data, dtype, device, shape=None):
@@ -47,7 +51,7 @@ def _arr(data, dtype, device, shape=None):
 
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL,
-                 contact: ContactOptions | None = None):
+                 contact: ContactOptions | None = None, axial_force_law=None):
         init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model
         try:
@@ -58,6 +62,10 @@ class Solver:
         dev = self.device
         W, B = model.world_count, model.body_count
         self.rows = rows = model.constraint_rows()
+        # force elements, motors, bushings, NewtonJointAPI (issue #5): extra rows + loads
+        forces.set_axial_force_law(axial_force_law)  # None: the built-in law
+        self.elements = forces.build_element_rows(model, rows)
+        self.rows = rows = self.elements.rows
         R = rows.count
         Rn = max(R, 1)
         Bn = max(B, 1)
@@ -99,6 +107,7 @@ class Solver:
         m.row_tv = _arr(pad(rows.target_vel, Rn, 0), wp.float64, dev)
         m.row_fmax = _arr(pad(np.minimum(rows.max_force, 1e300), Rn, 0), wp.float64, dev)
         m.row_accel = _arr(pad(rows.accel, Rn, 0), wp.int32, dev)
+        m.el = forces.element_data(self.elements, dev)
         self.m = m
 
         pos, rot, vel, omega = model.com_state()
@@ -121,6 +130,9 @@ class Solver:
         sc.act = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
         sc.A = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
         sc.Lf = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
+        sc.els = forces.element_state(W, R, dev)
+        self._time = 0.0  # simulated time before the next run() (time functions)
+        self._elements_started = False
         self.sc = sc
 
         dg = K.Diagnostics()
@@ -158,6 +170,12 @@ class Solver:
         wp.launch(K.assemble_worlds, dim=W,
                   inputs=[self.m, self.st, self.sc, self.dg, self.cm, self.cs, tol, out_pos, out_rot], device=dev)
         self._report_assembly()
+        if not self._elements_started:  # leapfrog start of the element forces (issue #5)
+            wp.launch(K.start_elements, dim=W, inputs=[self.m, self.st, self.sc, h, wp.float64(self._time)],
+                      device=dev)
+            self._elements_started = True
+        n_mot = self.elements.motor_rows.shape[0]
+        out_eff = wp.zeros((frames + 1, W, max(n_mot, 1)), dtype=wp.float64, device=dev)
         self.dg.max_error.zero_()
         self.counter.zero_()
 
@@ -167,7 +185,7 @@ class Solver:
         while done < frames:
             n = min(chunk, frames - done)
             args = [self.m, self.st, self.sc, self.dg, self.cm, self.cs, out_pos, out_rot, self.counter, n, substeps, h,
-                    tol]
+                    tol, wp.float64(self._time), out_eff]
             if dev.is_cuda and n == chunk and frames // chunk >= 2:
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
@@ -187,7 +205,9 @@ class Solver:
         self._report_contact()
         pos = out_pos.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
         rot = out_rot.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
-        return SolverRun(pos=pos, rot=rot, max_constraint_error=self.dg.max_error.numpy().copy())
+        self._time += frames * substeps * dt
+        return SolverRun(pos=pos, rot=rot, max_constraint_error=self.dg.max_error.numpy().copy(),
+                         motor_effort=out_eff.numpy()[:, :, :n_mot].copy())
 
     def state(self):
         """Current COM-frame state as numpy: pos, rot (xyzw), vel (half-step), omega; each (W, B, k)."""
@@ -199,8 +219,7 @@ class Solver:
     def _row_source(self, row: int) -> str:
         if row < 0 or row >= self.R:
             return "?"
-        j = int(self.rows.source[row])
-        return self.model.joint_paths[j] if 0 <= j < self.model.joint_count else "?"
+        return self.elements.names[row]
 
     def contact_stats(self) -> dict:
         """Per-world contact diagnostics: dropped contacts, most PGS sweeps, unconverged steps."""

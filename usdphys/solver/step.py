@@ -16,12 +16,30 @@ from __future__ import annotations
 import warp as wp
 
 from usdphys.solver.contact import ContactModel, ContactState, contact_begin, contact_end, contact_kick, contact_solve
+from usdphys.solver.forces import (
+    W_LAW_ARMATURE,
+    W_LAW_EFFORT,
+    W_LINE_EPS,
+    W_MOTOR_POSITION,
+    W_MOTOR_VELOCITY,
+    W_STICK_SPEED,
+    ElementData,
+    ElementState,
+    apply_loads,
+    law_force,
+    time_fn,
+    time_fn_integral,
+    wrap_pi,
+)
 from usdphys.solver.ldl import ldl_factor, ldl_solve
 from usdphys.solver.mathx import (
     MODE_EQUAL,
+    MODE_FRICTION,
+    MODE_LAW,
     MODE_LOWER,
     MODE_SOFT,
     MODE_UPPER,
+    ROW_DIST,
     ROW_TWIST,
     cayley,
     cmul,
@@ -63,6 +81,7 @@ class ModelData:
     row_tv: wp.array(dtype=wp.float64)
     row_fmax: wp.array(dtype=wp.float64)
     row_accel: wp.array(dtype=wp.int32)
+    el: ElementData  # force elements, motors, friction, loads (issue #5; forces.py)
 
 
 @wp.struct
@@ -105,6 +124,7 @@ class Scratch:
     A: wp.array3d(dtype=wp.float64)
     Lf: wp.array3d(dtype=wp.float64)
     D: wp.array2d(dtype=wp.float64)
+    els: ElementState  # per-world element state (issue #5; forces.py)
 
 
 @wp.struct
@@ -195,7 +215,7 @@ def residuals(m: ModelData, sc: Scratch, w: int, only_hard: int) -> wp.float64:
             sc.res[w, i] = wp.float64(0.0)
             continue
         mode = m.row_mode[i]
-        if only_hard != 0 and mode == MODE_SOFT:
+        if only_hard != 0 and (mode == MODE_SOFT or mode == MODE_LAW or mode == MODE_FRICTION):
             sc.res[w, i] = wp.float64(0.0)
             continue
         b0 = m.row_b0[i]
@@ -205,18 +225,23 @@ def residuals(m: ModelData, sc: Scratch, w: int, only_hard: int) -> wp.float64:
                                          body_pos(sc.pos1, w, b0), body_rot(sc.rot1, w, b0),
                                          body_pos(sc.pos1, w, b1), body_rot(sc.rot1, w, b1))
         r = wp.float64(0.0)
-        if mode == MODE_SOFT:
+        err = wp.float64(-1.0)
+        if mode == MODE_LAW:
+            r, err = law_residual(m, sc, w, i, g)
+        elif mode == MODE_SOFT or mode == MODE_FRICTION:
             dg = g - sc.g0[w, i]
             if kind == ROW_TWIST:
                 dg = wrap_angle(dg)
             r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         else:
-            dg = g - m.row_value[i]
+            dg = g - sc.els.rval[w, i]
             if kind == ROW_TWIST:
                 dg = wrap_angle(dg)
             r = row_sign(mode) * dg
         sc.res[w, i] = r
-        worst = wp.max(worst, wp.abs(r))
+        if err < wp.float64(0.0):
+            err = wp.abs(r)
+        worst = wp.max(worst, err)
     return worst
 
 
@@ -228,10 +253,155 @@ def inequality_residual(m: ModelData, sc: Scratch, w: int, i: int) -> wp.float64
     g, jl0, ja0, jl1, ja1 = eval_row(kind, m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
                                      body_pos(sc.pos1, w, b0), body_rot(sc.rot1, w, b0),
                                      body_pos(sc.pos1, w, b1), body_rot(sc.rot1, w, b1))
-    dg = g - m.row_value[i]
+    dg = g - sc.els.rval[w, i]
     if kind == ROW_TWIST:
         dg = wrap_angle(dg)
     return row_sign(m.row_mode[i]) * dg
+
+
+# ---------------------------------------------------------------- force elements (issue #5)
+# Law rows (MODE_LAW), friction rows (MODE_FRICTION), motor rows and loads; the data and the
+# laws are in usdphys/solver/forces.py, the method in docs/forces.md.
+@wp.func
+def element_delta(sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
+    d = g - sc.g0[w, i]
+    if kind == ROW_TWIST:
+        d = wrap_angle(d)
+    return d
+
+
+@wp.func
+def law_residual(m: ModelData, sc: Scratch, w: int, i: int, g: wp.float64):
+    """(r, error) of law row i at the moved poses: r = s (lam - J), J the impulse its law
+    delivers over the step (trapezoidal), s its compliance scale; error = |lam - J| turned
+    into the position error it causes (the Newton stopping test, like the other rows)."""
+    el = m.el
+    es = sc.els
+    h = es.hnow[w]
+    d = element_delta(sc, w, i, m.row_kind[i], g)
+    F = wp.float64(0.0)
+    if el.law[i] == W_LAW_ARMATURE:
+        F = sc.lam[w, i] + m.row_c[i] * (d / h - es.gdot[w, i])
+    else:
+        f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i],
+                                es.gun[w, i] + wp.float64(0.5) * d, d / h, es.tnow[w] + wp.float64(0.5) * h, 0)
+        F = sc.lam[w, i] - wp.float64(0.5) * h * (es.fprev[w, i] + f)
+    return es.sfac[w, i] * F, wp.abs(F) * es.cfac[w, i]
+
+
+@wp.func
+def begin_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64, assemble: int):
+    """Per-step set-up of the element rows after the rows are evaluated at x_n: motor values,
+    law-row compliances and warm starts, friction bounds, fixed impulses of force motors."""
+    el = m.el
+    es = sc.els
+    t = es.tnow[w]
+    es.hnow[w] = h
+    es.min_newton[w] = 0
+    for i in range(m.n_rows):
+        es.rval[w, i] = m.row_value[i]
+        mode = m.row_mode[i]
+        kind = m.row_kind[i]
+        mot = el.motor[i]
+        if mot == W_MOTOR_POSITION:  # rheonomic: q(t_{n+1}) = u(t_{n+1})
+            tt = t + h
+            if assemble != 0:
+                tt = t
+            u = time_fn(el, int(el.fn[i]), tt)
+            if kind == ROW_TWIST:
+                u = wrap_pi(u)
+            es.rval[w, i] = u
+        elif mot == W_MOTOR_VELOCITY:  # q(t_{n+1}) = q_ref + integral of u over the step
+            if assemble != 0:
+                sc.act[w, i] = 0
+            else:
+                q = es.qref[w, i] + time_fn_integral(el, int(el.fn[i]), t, h)
+                if kind == ROW_TWIST:
+                    q = wrap_pi(q)
+                es.qref[w, i] = q
+                es.rval[w, i] = q
+        if assemble != 0:
+            continue
+        if mode == MODE_LAW:
+            law = el.law[i]
+            if law == W_LAW_EFFORT:  # force motor: explicit generalised force u(t_n)
+                sc.lam[w, i] = h * time_fn(el, int(el.fn[i]), t)
+                sc.act[w, i] = 2
+                continue
+            g0 = sc.g0[w, i]
+            gun = g0
+            if kind == ROW_TWIST:
+                gun = es.gun[w, i] + wrap_pi(g0 - es.gun[w, i])
+            es.gun[w, i] = gun
+            aii = sc.A[w, i, i]
+            if aii <= wp.float64(0.0) or (kind == ROW_DIST and g0 < W_LINE_EPS):
+                es.fprev[w, i] = wp.float64(0.0)  # no direction (zero length) or nothing moves
+                continue
+            D = wp.float64(0.0)
+            if law == W_LAW_ARMATURE:
+                D = m.row_c[i] / h
+            else:
+                f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i], gun,
+                                        es.gdot[w, i], t, 1)
+                D = wp.float64(-0.25) * h * dfg - wp.float64(0.5) * dfv
+                sc.lam[w, i] = h * es.fprev[w, i]  # warm start: the force goes on
+            D = wp.max(D, wp.float64(1.0e-12) / (h * aii))
+            es.sfac[w, i] = wp.float64(1.0) / D
+            es.cfac[w, i] = h * aii / (wp.float64(1.0) + h * aii * D)
+            sc.sdiag[w, i] = wp.float64(1.0) / (h * D)
+            sc.act[w, i] = 1
+            # the warm start is the previous force (first order): always take one Newton update,
+            # which is exact for a linear law, instead of letting the positional test accept it
+            es.min_newton[w] = 1
+        elif mode == MODE_FRICTION:
+            k = int(el.couple[i])
+            if k >= 0:  # the DOF is driven by a motor: kinetic friction is a known force
+                dq = es.rval[w, k] - sc.g0[w, k]
+                if kind == ROW_TWIST:
+                    dq = wrap_angle(dq)
+                sc.lam[w, i] = -h * el.fdynamic[i] * wp.sign(dq)
+                if dq == wp.float64(0.0):
+                    sc.lam[w, i] = wp.float64(0.0)
+                sc.act[w, i] = 2
+                continue
+            bound = el.fdynamic[i]
+            if es.stick[w, i] != 0:
+                bound = el.fstatic[i]
+            es.lmax[w, i] = h * bound
+            sc.act[w, i] = 1
+
+
+@wp.func
+def end_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64):
+    """After the step: the law rows' force at the half step just taken, unwrapped angles,
+    rates; friction rows remember whether they stuck."""
+    el = m.el
+    es = sc.els
+    t = es.tnow[w]
+    for i in range(m.n_rows):
+        mode = m.row_mode[i]
+        if mode == MODE_FRICTION:
+            es.stick[w, i] = 0
+            if sc.act[w, i] == 1:
+                es.stick[w, i] = 1
+        elif mode == MODE_LAW and el.law[i] != W_LAW_EFFORT:
+            if sc.act[w, i] != 1:
+                es.fprev[w, i] = wp.float64(0.0)
+                continue
+            b0 = m.row_b0[i]
+            b1 = m.row_b1[i]
+            kind = m.row_kind[i]
+            g, jl0, ja0, jl1, ja1 = eval_row(kind, m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i],
+                                             m.row_q1[i], body_pos(sc.pos1, w, b0), body_rot(sc.rot1, w, b0),
+                                             body_pos(sc.pos1, w, b1), body_rot(sc.rot1, w, b1))
+            d = element_delta(sc, w, i, kind, g)
+            if el.law[i] != W_LAW_ARMATURE:
+                f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i],
+                                        es.gun[w, i] + wp.float64(0.5) * d, d / h, t + wp.float64(0.5) * h, 0)
+                es.fprev[w, i] = f
+            es.gun[w, i] = es.gun[w, i] + d
+            es.gdot[w, i] = d / h
+    es.tnow[w] = t + h
 
 
 @wp.func
@@ -258,7 +428,7 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
         ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, w, nr)
         for it in range(MAX_NEWTON):
             worst = residuals(m, sc, w, 0)
-            if worst <= tol:
+            if worst <= tol and it >= sc.els.min_newton[w]:  # law rows: >= 1 update (issue #5)
                 break
             for i in range(nr):
                 sc.res[w, i] = -sc.res[w, i] / h
@@ -279,8 +449,10 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
                     sc.act[w, i] = 0
                     sc.lam[w, i] = wp.float64(0.0)
                     changed = 1
-            elif mode == MODE_SOFT and sc.act[w, i] == 1:
+            elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1:
                 bound = h * m.row_fmax[i]
+                if mode == MODE_FRICTION:
+                    bound = sc.els.lmax[w, i]  # static or dynamic friction effort times h
                 if wp.abs(sc.lam[w, i]) > bound:
                     sc.lam[w, i] = wp.sign(sc.lam[w, i]) * bound
                     sc.act[w, i] = 2  # clamped: impulse fixed, row leaves the system
@@ -313,6 +485,8 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
                 v = v + h * m.gravity
             sc.vstar[w, b] = v
             sc.mom[w, b] = wp.quat_rotate(q, cmul(m.inertia[b], wp.quat_rotate_inv(q, st.omega[w, b])))
+    if assemble == 0 and m.el.n_loads > 0:  # MbdForce / MbdTorque: impulse h F(t_n) (issue #5)
+        apply_loads(m.el, st.pos, st.rot, m.inv_mass, sc.vstar, sc.mom, w, sc.els.tnow[w], h)
     # 2. rows at the step start
     for i in range(nr):
         b0 = m.row_b0[i]
@@ -388,6 +562,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
                 sc.sinv[w, i] = wp.float64(1.0) / denom
                 sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[i]) / denom
         sc.act[w, i] = act
+    begin_elements(m, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
     solve_rows(m, st, sc, dg, w, h, tol, assemble)
     if assemble == 0 and cm.n_pairs > 0:
         # contact (issue #7, usdphys/solver/contact.py; docs/solver.md "Contact"): contacts
@@ -400,6 +575,8 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
                           sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
             contact_kick(cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
             solve_rows(m, st, sc, dg, w, h, tol, 0)
+    if assemble == 0:
+        end_elements(m, sc, w, h)
     # 6. commit; record the largest hard-constraint error left
     err = residuals(m, sc, w, 1)
     if err > dg.max_error[w]:
@@ -444,7 +621,7 @@ def check_world(m: ModelData, st: StateData, dg: Diagnostics, w: int, step: int)
 def advance_frames(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: ContactModel, cs: ContactState,
                    out_pos: wp.array3d(dtype=wp.vec3d), out_rot: wp.array3d(dtype=wp.quatd),
                    counter: wp.array(dtype=wp.int32), n_frames: int, substeps: int, h: wp.float64,
-                   tol: wp.float64):
+                   tol: wp.float64, t0: wp.float64, out_eff: wp.array3d(dtype=wp.float64)):
     """Advance every world by n_frames output frames; write poses of frames f0+1 .. f0+n."""
     w = wp.tid()
     if dg.status[w] != 0:
@@ -452,12 +629,15 @@ def advance_frames(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm
     f0 = counter[0]
     for f in range(n_frames):
         for s in range(substeps):
+            sc.els.tnow[w] = t0 + wp.float64((f0 + f) * substeps + s) * h  # time functions (issue #5)
             step_world(m, st, sc, dg, cm, cs, w, h, tol, 0)
             if check_world(m, st, dg, w, (f0 + f) * substeps + s + 1) != 0:
                 return
         for b in range(m.n_bodies):
             out_pos[f0 + f + 1, w, b] = st.pos[w, b]
             out_rot[f0 + f + 1, w, b] = st.rot[w, b]
+        for k in range(m.el.n_motors):  # motor efforts of the frame's last step (issue #5)
+            out_eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / h
 
 
 @wp.kernel
@@ -475,3 +655,77 @@ def assemble_worlds(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, c
     for b in range(m.n_bodies):
         out_pos[0, w, b] = st.pos[w, b]
         out_rot[0, w, b] = st.rot[w, b]
+
+
+@wp.kernel
+def start_elements(m: ModelData, st: StateData, sc: Scratch, h: wp.float64, t0: wp.float64):
+    """Leapfrog start of the element forces (issue #5), after assembly: the velocities become
+    v(-h/2) = v(0) - h/2 M^-1 F(0) for the force elements, force motors, sliding friction and
+    loads (the host already did it for gravity), and every law row's state is initialised:
+    f_{-1/2} = f(g(0), gdot(0)), unwrapped angle, rate; velocity-motor references; stick flags."""
+    w = wp.tid()
+    el = m.el
+    es = sc.els
+    es.tnow[w] = t0
+    es.hnow[w] = h
+    z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    half = wp.float64(0.5) * h
+    for b in range(m.n_bodies):
+        sc.dv[w, b] = z
+        sc.dL[w, b] = z
+        sc.vstar[w, b] = z
+        sc.mom[w, b] = z
+        v = st.vel[w, b]
+        if m.inv_mass[b] > wp.float64(0.0):
+            v = v + half * m.gravity  # back to v(0)
+        sc.vel1[w, b] = v
+    for i in range(m.n_rows):
+        mode = m.row_mode[i]
+        if mode != MODE_LAW and mode != MODE_FRICTION and el.motor[i] != W_MOTOR_VELOCITY:
+            continue
+        b0 = m.row_b0[i]
+        b1 = m.row_b1[i]
+        kind = m.row_kind[i]
+        g, jl0, ja0, jl1, ja1 = eval_row(kind, m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
+                                         body_pos(st.pos, w, b0), body_rot(st.rot, w, b0),
+                                         body_pos(st.pos, w, b1), body_rot(st.rot, w, b1))
+        gd = wp.float64(0.0)
+        if b0 >= 0:
+            gd = gd + wp.dot(jl0, sc.vel1[w, b0]) + wp.dot(ja0, st.omega[w, b0])
+        if b1 >= 0:
+            gd = gd + wp.dot(jl1, sc.vel1[w, b1]) + wp.dot(ja1, st.omega[w, b1])
+        es.gun[w, i] = g
+        es.gdot[w, i] = gd
+        es.fprev[w, i] = wp.float64(0.0)
+        es.qref[w, i] = g
+        es.stick[w, i] = 0
+        imp = wp.float64(0.0)
+        if mode == MODE_LAW:
+            law = el.law[i]
+            if law == W_LAW_EFFORT:
+                imp = time_fn(el, int(el.fn[i]), t0)
+            elif law != W_LAW_ARMATURE and not (kind == ROW_DIST and g < W_LINE_EPS):
+                f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i], g, gd, t0, 0)
+                es.fprev[w, i] = f
+                imp = f
+        elif mode == MODE_FRICTION:
+            if wp.abs(gd) <= W_STICK_SPEED:
+                es.stick[w, i] = 1
+            elif el.couple[i] < 0:
+                imp = -el.fdynamic[i] * wp.sign(gd)
+        if imp != wp.float64(0.0):
+            c = -half * imp
+            if b0 >= 0:
+                sc.dv[w, b0] = sc.dv[w, b0] + (c * m.inv_mass[b0]) * jl0
+                sc.dL[w, b0] = sc.dL[w, b0] + c * ja0
+            if b1 >= 0:
+                sc.dv[w, b1] = sc.dv[w, b1] + (c * m.inv_mass[b1]) * jl1
+                sc.dL[w, b1] = sc.dL[w, b1] + c * ja1
+    if el.n_loads > 0:
+        apply_loads(el, st.pos, st.rot, m.inv_mass, sc.vstar, sc.mom, w, t0, -half)
+    for b in range(m.n_bodies):
+        if m.inv_mass[b] > wp.float64(0.0):
+            q = st.rot[w, b]
+            st.vel[w, b] = st.vel[w, b] + sc.dv[w, b] + sc.vstar[w, b]
+            lb = wp.quat_rotate_inv(q, sc.dL[w, b] + sc.mom[w, b])
+            st.omega[w, b] = st.omega[w, b] + wp.quat_rotate(q, cmul(m.inv_inertia[b], lb))
