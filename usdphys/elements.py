@@ -783,6 +783,7 @@ def free_dofs(joint: Usd.Prim) -> tuple[str, ...]:
     return tuple(free)
 
 
+_SCALAR_NEWTON = ("newton:armature", "newton:friction", "newton:damping")
 _ELEMENT_TYPES = ("MbdSpringDamper", "MbdAxialSpringDamper", "MbdRotationalSpringDamper", "MbdForce", "MbdTorque", "MbdMotor")
 
 
@@ -803,8 +804,9 @@ def read_elements(
         applied = prim.GetAppliedSchemas()
         if "MbdBushingAPI" in applied:
             bushing_joints.append(prim)
-        if "NewtonJointAPI" in applied:
-            newton_joints.append(prim)
+        if "NewtonJointAPI" in applied or (prim.IsA(UsdPhysics.Joint) and any(
+                prim.GetAttribute(n) and prim.GetAttribute(n).HasAuthoredValue() for n in _SCALAR_NEWTON)):
+            newton_joints.append(prim)  # scalar newton-usd-schemas attributes count without the API too
     spring_dampers = reader.spring_dampers(by_type["MbdSpringDamper"])
     axial = reader.axial(by_type["MbdAxialSpringDamper"])
     rotational = reader.rotational(by_type["MbdRotationalSpringDamper"])
