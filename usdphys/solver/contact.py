@@ -658,8 +658,9 @@ def contact_pairs(model, table) -> np.ndarray:
     from usdphys.collision import candidate_pairs
 
     excl = model.contact_exclude
-    if excl is None:  # UsdPhysics default: jointed bodies do not collide
-        excl = [(int(a), int(b)) for a, b in zip(model.joint_body0, model.joint_body1)]
+    if excl is None:  # UsdPhysics default: jointed bodies do not collide (a joint to the
+        # world does not switch off contact with every static shape)
+        excl = [(int(a), int(b)) for a, b in zip(model.joint_body0, model.joint_body1) if a >= 0 and b >= 0]
     pairs = candidate_pairs(table, excl)
     if len(pairs) == 0:
         return pairs
