@@ -398,3 +398,22 @@ def test_revolute_translational_joint_constraints_hold():
     assert np.max(np.abs(p1[:, 2])) <= 1e-10 and np.max(np.abs(z1[:, 2] - 1)) <= 1e-10
     assert np.ptp(angle_about(q, 2)) > 0.5  # it turned, and it slid:
     assert np.ptp(np.einsum("ij,ij->i", p1, quat_rotate(q, np.array([0, 1.0, 0])))) > 0.1
+
+
+def test_force_resolved_in_body0_axes():
+    """resolveIn = body0: the force on body1 turns with body0 (spinning at w, no contact
+    between them): body1 moves like the body1-axes case, x = F/(m w^2) (1 - cos wt), ...; body0
+    takes the reaction at the same point (its centre moves the opposite way, mass-weighted).
+    body0's inertia is huge so that the reaction torque does not change its spin."""
+    m0, m1, w, F = 4.0, 1.0, 2.0, 0.5
+    big = (2.0 ** 30,) * 3
+    txt = (body("A", pos=(0, 0, 0), mass=m0, inertia=big, angvel_deg=(0, 0, w * DEG)) + body("B", pos=(0, 0, 2), mass=m1)
+           + load("MbdForce", "F", "B", (F, 0, 0), b0="A", resolve="body0"))
+    r = simulate(stage(txt), duration=2.0, dt=1e-4, fps=50)
+    t = r.times
+    w_read = r.model.body_ang_vel[0, 0, 2]
+    s = F / (m1 * w_read ** 2)
+    np.testing.assert_allclose(r.positions[:, 0, 1, 0], s * (1 - np.cos(w_read * t)), atol=1e-7)
+    np.testing.assert_allclose(r.positions[:, 0, 1, 1], s * (w_read * t - np.sin(w_read * t)), atol=1e-7)
+    com = (m0 * r.positions[:, 0, 0] + m1 * r.positions[:, 0, 1]) / (m0 + m1)
+    np.testing.assert_allclose(com, [[0, 0, 2 * m1 / (m0 + m1)]] * len(t), atol=1e-12)

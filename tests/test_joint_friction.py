@@ -161,3 +161,30 @@ def test_friction_on_a_motor_driven_dof_shows_in_the_motor_effort():
                 extra=motor("m", "axle", "velocity", fn=dict(type="constant", value=w * DEG)))
     r = simulate(stage(txt), duration=1.0, dt=1e-3, fps=50)
     np.testing.assert_allclose(r.motor_efforts[5:, 0, 0], Fd + c_deg * DEG * w, rtol=1e-9)
+
+
+def test_generic_and_spherical_joint_dofs():
+    """NewtonJointAPI on a generic PhysicsJoint (transX free, the rest locked by low > high
+    limits) and on a spherical joint (rotZ): Coulomb friction on transX stops the slider at
+    m v0^2 / (2 F); viscous damping on rotZ of the ball joint decays a spin about z as
+    exp(-c t / I)."""
+    lock = "\n    ".join(f"float limit:{d}:physics:low = 1\n    float limit:{d}:physics:high = -1"
+                         for d in ("transY", "transZ", "rotX", "rotY", "rotZ"))
+    schemas = ", ".join(f'"PhysicsLimitAPI:{d}"' for d in ("transY", "transZ", "rotX", "rotY", "rotZ"))
+    m, v0, F = 2.0, 3.0, 4.0
+    I, w0, c_deg = 0.5, 10.0, 0.015625
+    txt = (body("s", pos=(0, 0, 0), mass=m, vel=(v0, 0, 0))
+           + joint("PhysicsJoint", "g", "s", extra=lock + "\n    " + newton_api(dofs=["transX"], dynamicFrictionEffort=[F]),
+                   schemas=schemas + ', "NewtonJointAPI"')
+           + body("b", pos=(0, 5, 0), mass=1.0, inertia=(I, I, I), angvel_deg=(0, 0, w0 * DEG))
+           + joint("PhysicsSphericalJoint", "ball", "b", pos0=(0, 5, 0),
+                   extra=newton_api(dofs=["rotZ"], viscousDamping=[c_deg]), schemas='"NewtonJointAPI"'))
+    r = simulate(stage(txt, gravity=9.81), duration=2.0, dt=1e-3, fps=100)
+    si, bi = r.body_paths.index("/s"), r.body_paths.index("/b")
+    assert abs(r.positions[-1, 0, si, 0] - m * v0 ** 2 / (2 * F)) <= 2e-6  # stop inside a step: a h^2
+    np.testing.assert_allclose(r.positions[:, 0, si, 1:], 0.0, atol=1e-12)
+    c = c_deg * DEG
+    w_read = r.model.body_ang_vel[0, bi, 2]
+    th = angle_about(r.orientations[:, 0, bi], 2)
+    # second order; the rotation map's (h w)^2 / 12 lag at w <= 10 rad/s: ~1e-5 relative
+    np.testing.assert_allclose(th, w_read * I / c * (1 - np.exp(-c * r.times / I)), rtol=0, atol=2e-5)

@@ -64,6 +64,7 @@ class Solver:
         self.rows = rows = model.constraint_rows()
         # force elements, motors, bushings, NewtonJointAPI (issue #5): extra rows + loads
         forces.set_axial_force_law(axial_force_law)  # None: the built-in law
+        self._axial_law = axial_force_law  # re-installed by run(): the law is compiled into the kernel
         self.elements = forces.build_element_rows(model, rows)
         self.rows = rows = self.elements.rows
         R = rows.count
@@ -158,6 +159,7 @@ class Solver:
         out_rot = wp.zeros((frames + 1, W, Bn), dtype=wp.quatd, device=dev)
         h = wp.float64(dt)
         tol = wp.float64(self.tol)
+        forces.set_axial_force_law(self._axial_law)  # this solver's law (no-op when unchanged)
         if not self._started:
             # Leapfrog start: the velocity the step uses is the half-step velocity v(-h/2) =
             # v(0) - h/2 g (dynamic bodies). Without it positions lag by g t h / 2 (first
