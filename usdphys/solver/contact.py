@@ -621,7 +621,7 @@ class ContactOptions:
     slop: float = 1.0e-5  # m, penetration the position correction leaves alone
     v_bounce: float = 1.0e-3  # m/s (+ 2 |g| h): slower impacts do not bounce
     v_stick: float = 1.0e-3  # m/s (+ |g| h): slower slip uses static friction
-    max_sweeps: int = 100
+    max_sweeps: int = 50
     tol: float = 1.0e-9  # m/s
     capacity: int | None = None  # contacts per world; None: see default_capacity
 
