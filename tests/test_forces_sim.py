@@ -112,7 +112,8 @@ def test_length_stops_are_hard():
     """maxLength / minLength are hard inequality rows: a body thrown outward stops at
     maxLength (Newton tolerance 1e-12 m), one thrown inward at minLength."""
     txt = (body("A", pos=(1.0, 0, 0), vel=(3.0, 0, 0)) + spring("SA", "A", stiffness=1.0, restLength=1.0, maxLength=1.2)
-           + body("B", pos=(0, 1.0, 0), vel=(0, -3.0, 0)) + spring("SB", "B", stiffness=1.0, restLength=1.0, minLength=0.7))
+           + body("B", pos=(0, 1.0, 0), vel=(0, -3.0, 0))
+           + spring("SB", "B", stiffness=1.0, restLength=1.0, minLength=0.7))
     r = simulate(stage(txt), duration=0.5, dt=1e-3, fps=1000)
     la = np.linalg.norm(r.positions[:, 0, 0], axis=1)
     lb = np.linalg.norm(r.positions[:, 0, 1], axis=1)
@@ -295,7 +296,8 @@ def test_time_sampled_force_times_time_function():
     MbdTimeFunctionAPI: F(t) = (2 t)(1 + t) on [0, 1] s -> x = t^3/3 + t^4/6 (m = 1).
     Stormer-Verlet is exact for the cubic part; the quartic term leaves h^2 t^2 / 12 ~ 1e-7."""
     samples = "vector3d mbd:force.timeSamples = { 0: (0, 0, 0), 24: (2, 0, 0), 48: (2, 0, 0) }"
-    fn = 'uniform token mbd:function:type = "ramp"\n    double mbd:function:intercept = 1\n    double mbd:function:slope = 1'
+    fn = ('uniform token mbd:function:type = "ramp"\n    double mbd:function:intercept = 1\n'
+          '    double mbd:function:slope = 1')
     txt = body("A", pos=(0, 0, 0)) + load("MbdForce", "F", "A", samples, extra=fn)
     r = simulate(stage(txt), duration=1.0, dt=1e-3, fps=100)
     t = r.times
@@ -407,7 +409,8 @@ def test_force_resolved_in_body0_axes():
     body0's inertia is huge so that the reaction torque does not change its spin."""
     m0, m1, w, F = 4.0, 1.0, 2.0, 0.5
     big = (2.0 ** 30,) * 3
-    txt = (body("A", pos=(0, 0, 0), mass=m0, inertia=big, angvel_deg=(0, 0, w * DEG)) + body("B", pos=(0, 0, 2), mass=m1)
+    txt = (body("A", pos=(0, 0, 0), mass=m0, inertia=big, angvel_deg=(0, 0, w * DEG))
+           + body("B", pos=(0, 0, 2), mass=m1)
            + load("MbdForce", "F", "B", (F, 0, 0), b0="A", resolve="body0"))
     r = simulate(stage(txt), duration=2.0, dt=1e-4, fps=50)
     t = r.times

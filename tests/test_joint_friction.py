@@ -174,8 +174,8 @@ def test_generic_and_spherical_joint_dofs():
     m, v0, F = 2.0, 3.0, 4.0
     I, w0, c_deg = 0.5, 10.0, 0.015625
     txt = (body("s", pos=(0, 0, 0), mass=m, vel=(v0, 0, 0))
-           + joint("PhysicsJoint", "g", "s", extra=lock + "\n    " + newton_api(dofs=["transX"], dynamicFrictionEffort=[F]),
-                   schemas=schemas + ', "NewtonJointAPI"')
+           + joint("PhysicsJoint", "g", "s", schemas=schemas + ', "NewtonJointAPI"',
+                   extra=lock + "\n    " + newton_api(dofs=["transX"], dynamicFrictionEffort=[F]))
            + body("b", pos=(0, 5, 0), mass=1.0, inertia=(I, I, I), angvel_deg=(0, 0, w0 * DEG))
            + joint("PhysicsSphericalJoint", "ball", "b", pos0=(0, 5, 0),
                    extra=newton_api(dofs=["rotZ"], viscousDamping=[c_deg]), schemas='"NewtonJointAPI"'))

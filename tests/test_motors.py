@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from test_forces_sim_helpers import DEG, angle_about, body, joint, stage
+from test_forces_sim_helpers import angle_about, body, joint, stage
 from usdphys.errors import UsdphysError
 from usdphys.simulate import simulate
 from usdphys.timefunc import TimeFunction, evaluate
@@ -17,7 +17,8 @@ from usdphys.timefunc import TimeFunction, evaluate
 
 def motor(name, joint_path, mode, dof="angle", fn=None, target=None):
     """An MbdMotor; fn: dict of mbd:function:* attributes (MbdTimeFunctionAPI)."""
-    lines = [f"rel mbd:joint = </{joint_path}>", f'uniform token mbd:dof = "{dof}"', f'uniform token mbd:mode = "{mode}"']
+    lines = [f"rel mbd:joint = </{joint_path}>", f'uniform token mbd:dof = "{dof}"',
+             f'uniform token mbd:mode = "{mode}"']
     api = ""
     if fn is not None:
         api = '( prepend apiSchemas = ["MbdTimeFunctionAPI"] )'
