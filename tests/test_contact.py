@@ -581,3 +581,24 @@ def test_chrono_slider_crank_models_simulate_with_contact(name):
     # overlap by millimetres at most
     assert gap.min() > (-1e-6 if model.contact_method == "nsc" else -5e-3)
     assert np.all(np.isfinite(res.positions))
+
+
+def test_mesh_collider_density_gives_the_convex_hull_mass():
+    """A 0.2 m cube mesh (8 points, no faces needed: the hull is built from the points) offset
+    0.3 m in a rotated body, density 1000 from the default: mass rho a^3, COM at the offset,
+    inertia m a^2 / 6 (float points: 1e-6 relative)."""
+    stage = new_stage()
+    xf = UsdGeom.Xform.Define(stage, "/World/hull")
+    xf.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.5))
+    xf.AddRotateZOp().Set(30.0)
+    UsdPhysics.RigidBodyAPI.Apply(xf.GetPrim())
+    mesh = UsdGeom.Mesh.Define(stage, "/World/hull/mesh")
+    mesh.AddTranslateOp().Set(Gf.Vec3d(0.3, 0, 0))
+    mesh.CreatePointsAttr([Gf.Vec3f(*p) for p in _convex_cube(0.1)])
+    UsdPhysics.CollisionAPI.Apply(mesh.GetPrim())
+    UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).CreateApproximationAttr("convexHull")
+    model, _ = read_stage(stage)
+    a = 0.2
+    assert model.body_mass[0] == pytest.approx(1000.0 * a ** 3, rel=1e-6)
+    np.testing.assert_allclose(model.body_com_pos[0], [0.3, 0, 0], atol=1e-7)
+    np.testing.assert_allclose(model.body_inertia[0], [1000.0 * a ** 5 / 6] * 3, rtol=1e-6)

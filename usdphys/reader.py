@@ -203,6 +203,8 @@ def _mass_properties(stage, body_prim, desc, shapes, mpu, kpu, warner):
         density = s_density * kpu / mpu**3 if s_density else (
             body_density or _material_density(sprim, mpu, kpu) or DEFAULT_DENSITY_SI)
         res = _shape_mass(sdesc, kind, density, warner, mpu)
+        if res is None and kind == "MeshShape":
+            res = _mesh_mass(sprim, body_prim, density, mpu)  # the collider's convex hull (issue #7)
         if res is None:
             warner(sp, "mass", f"collider type {kind} does not contribute mass or inertia "
                                "(author physics:mass / physics:diagonalInertia on the body)")
@@ -253,6 +255,53 @@ def _mass_properties(stage, body_prim, desc, shapes, mpu, kpu, warner):
                                 f"of a solid sphere of radius {r} m")
     moments = np.maximum(moments, 1e-12 * max(float(np.max(moments)), 1e-30))
     return mass, com, moments, axes
+
+
+def _mesh_mass(prim, body_prim, density: float, mpu: float):
+    """(mass, com, inertia about com in the body frame) of a mesh collider's convex hull, SI;
+    None when it has no volume. The hull is what the mesh collides as (docs/contact.md)."""
+    from usdphys.collision.shapes import rigid_frame
+
+    pts = UsdGeom.Mesh(prim).GetPointsAttr().Get() if prim else None
+    if not pts:
+        return None
+    cache = UsdGeom.XformCache()
+    rel = np.array(cache.GetLocalToWorldTransform(prim), float) @ np.linalg.inv(
+        rigid_frame(cache.GetLocalToWorldTransform(body_prim)))
+    p = (np.asarray(pts, float).reshape(-1, 3) @ rel[:3, :3] + rel[3, :3]) * mpu
+    hull = True
+    try:
+        from scipy.spatial import ConvexHull, QhullError
+
+        try:
+            tris = ConvexHull(p).simplices  # unoriented triangles of the hull
+        except QhullError:  # flat or degenerate: no volume
+            return None
+    except ImportError:
+        hull = False  # no scipy: the mesh's own faces (exact for a closed convex mesh)
+        counts = UsdGeom.Mesh(prim).GetFaceVertexCountsAttr().Get() or []
+        idx = list(UsdGeom.Mesh(prim).GetFaceVertexIndicesAttr().Get() or [])
+        fan, k = [], 0
+        for n in counts:
+            fan += [(idx[k], idx[k + i], idx[k + i + 1]) for i in range(1, n - 1)]
+            k += n
+        tris = np.array(fan, int).reshape(-1, 3)
+    o = p.mean(axis=0)  # inside the hull: every tetrahedron (o, face) has the same sign
+    a, b, c = p[tris[:, 0]] - o, p[tris[:, 1]] - o, p[tris[:, 2]] - o
+    vol = np.einsum("ij,ij->i", a, np.cross(b, c)) / 6.0
+    vol = np.abs(vol) if hull else vol * np.sign(vol.sum())
+    if vol.sum() <= 1e-15:
+        return None
+    V = float(vol.sum())
+    com_rel = ((a + b + c) / 4.0 * vol[:, None]).sum(axis=0) / V
+    # second moment of each tetrahedron (0, a, b, c): V/20 (sum p p^T + s s^T)
+    s_ = a + b + c
+    C = np.zeros((3, 3))
+    for v, x, y, z, sv in zip(vol, a, b, c, s_):
+        C += v / 20.0 * (np.outer(x, x) + np.outer(y, y) + np.outer(z, z) + np.outer(sv, sv))
+    C = C * density - density * V * np.outer(com_rel, com_rel)  # about the centre of mass
+    m = density * V
+    return m, o + com_rel, np.trace(C) * np.eye(3) - C
 
 
 def _material_density(prim, mpu: float, kpu: float) -> float:
