@@ -27,19 +27,29 @@ import numpy as np
 import warp as wp
 
 from usdphys.collision.narrowphase import (
+    BOX,
+    PLANE,
+    SPHERE,
     Contacts,
+    PairCtx,
     ShapeData,
     allocate_contacts,
     any_perp,
-    collide_world,
+    axis_z,
+    collide_pair,
     max_contacts,
     shape_data,
+    shape_world,
 )
 from usdphys.solver.ldl import ldl_solve as ldl_solve_rows
 
 wp.set_module_options({"enable_backward": False})
 
 f64 = wp.float64
+
+from usdphys.collision.shapes import SHAPE_BOX as SHAPE_BOX_HOST  # noqa: E402
+from usdphys.collision.shapes import SHAPE_PLANE as SHAPE_PLANE_HOST  # noqa: E402
+from usdphys.collision.shapes import SHAPE_SPHERE as SHAPE_SPHERE_HOST  # noqa: E402
 
 KIND_OFF = wp.constant(-1)  # no force this step (compliant contact not touching, no dynamic body)
 KIND_HARD = wp.constant(0)  # non-smooth: lambda_n >= 0 _|_ u_n - b_n >= 0
@@ -105,6 +115,8 @@ class ContactState:
     prev_point: wp.array2d(dtype=wp.vec3d)
     prev_lam: wp.array2d(dtype=wp.vec3d)  # world impulse vector
     prev_slip: wp.array2d(dtype=wp.float64)
+    prev_anc0: wp.array2d(dtype=wp.vec3d)  # contact point on shape 0 in body 0's COM frame (world if static)
+    prev_anc1: wp.array2d(dtype=wp.vec3d)
     # per body: velocity changes from contact (+ the joints' reaction), and position-only ones
     dv: wp.array2d(dtype=wp.vec3d)
     dw: wp.array2d(dtype=wp.vec3d)
@@ -184,6 +196,115 @@ def _beta(e: wp.float64) -> wp.float64:
 
 
 @wp.func
+def _to_body(bq: wp.array2d(dtype=wp.transformd), w: int, b: int, p: wp.vec3d) -> wp.vec3d:
+    if b < 0:
+        return p
+    return wp.transform_point(wp.transform_inverse(bq[w, b]), p)
+
+
+@wp.func
+def _to_world(bq: wp.array2d(dtype=wp.transformd), w: int, b: int, p: wp.vec3d) -> wp.vec3d:
+    if b < 0:
+        return p
+    return wp.transform_point(bq[w, b], p)
+
+
+@wp.func
+def _single_point_pair(ta: int, tb: int) -> int:
+    """1 for the pair types the narrow phase answers with one MPR point although they can
+    touch along a line or a face (type A <= type B): capsule, box, cylinder, hull against a
+    cylinder or a hull. A sphere touches at one point anyway; planes, box-box and the
+    capsule pairs have their own manifolds."""
+    if ta == PLANE or ta == SPHERE:
+        return 0
+    if tb <= BOX:
+        return 0
+    return 1
+
+
+@wp.func
+def contact_collide(cm: ContactModel, cs: ContactState, w: int, margin: wp.float64):
+    """The narrow phase's per-world loop (collide_world) plus contact persistence: for pairs
+    that get a single MPR point, up to 3 points of the previous step's manifold are kept while
+    they still touch (re-evaluated on the moved bodies along the new normal, drifted
+    tangentially by less than 2 % of the smaller shape, not closer than 10 % of it to another
+    point), so a hull or cylinder resting on a face builds a full manifold over a few steps."""
+    c = cs.c
+    shapes = cm.shapes
+    c.count[w] = 0
+    c.overflow[w] = 0
+    n_prev = cs.prev_count[w]
+    j0 = int(0)
+    for p in range(cm.pairs.shape[0]):
+        sa = cm.pairs[p][0]
+        sb = cm.pairs[p][1]
+        xa = shape_world(shapes, cs.bq, w, sa)
+        xb = shape_world(shapes, cs.bq, w, sb)
+        pa = wp.transform_get_translation(xa)
+        pb = wp.transform_get_translation(xb)
+        if shapes.type[sa] == PLANE:
+            if wp.dot(pb - pa, axis_z(xa)) > shapes.bound[sb] + margin:
+                continue
+        elif wp.length(pb - pa) > shapes.bound[sa] + shapes.bound[sb] + margin:
+            continue
+        k = PairCtx()
+        k.world = w
+        k.pair = p
+        k.sa = sa
+        k.sb = sb
+        k.ba = shapes.body[sa]
+        k.bb = shapes.body[sb]
+        k.ra = shapes.radius[sa]
+        k.rb = shapes.radius[sb]
+        k.margin = margin
+        first = c.count[w]
+        collide_pair(c, k, shapes, xa, xb)
+        if c.count[w] != first + 1 or _single_point_pair(shapes.type[sa], shapes.type[sb]) == 0:
+            continue
+        while j0 < n_prev and cs.prev_pair[w, j0] < p:
+            j0 = j0 + 1
+        size = wp.min(shapes.bound[sa], shapes.bound[sb])
+        if size < f64(0.0):
+            size = wp.max(shapes.bound[sa], shapes.bound[sb])
+        drift = f64(0.02) * size
+        sep2 = (f64(0.1) * size) * (f64(0.1) * size)
+        n = c.normal[w, first]
+        j = j0
+        while j < n_prev and cs.prev_pair[w, j] == p:
+            q0 = _to_world(cs.bq, w, k.ba, cs.prev_anc0[w, j])
+            q1 = _to_world(cs.bq, w, k.bb, cs.prev_anc1[w, j])
+            d = q1 - q0
+            dn = wp.dot(d, n)
+            keep = int(0)
+            if -dn >= -margin and wp.length(d - dn * n) <= drift:
+                keep = int(1)
+                mid = f64(0.5) * (q0 + q1)
+                for i in range(first, c.count[w]):
+                    e = mid - f64(0.5) * (c.point0[w, i] + c.point1[w, i])
+                    e = e - wp.dot(e, n) * n
+                    if wp.dot(e, e) < sep2:
+                        keep = int(0)
+            if keep == 1:
+                i = c.count[w]
+                if i - first >= 4:
+                    break
+                if i < c.depth.shape[1]:
+                    c.pair[w, i] = p
+                    c.shape0[w, i] = sa
+                    c.shape1[w, i] = sb
+                    c.body0[w, i] = k.ba
+                    c.body1[w, i] = k.bb
+                    c.point0[w, i] = q0
+                    c.point1[w, i] = q0 + dn * n
+                    c.normal[w, i] = n
+                    c.depth[w, i] = -dn
+                    c.count[w] = i + 1
+                else:
+                    c.overflow[w] = c.overflow[w] + 1
+            j = j + 1
+
+
+@wp.func
 def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb: int, gravity: wp.vec3d,
                   inv_mass: wp.array(dtype=wp.float64), pos: wp.array2d(dtype=wp.vec3d),
                   rot: wp.array2d(dtype=wp.quatd), vel: wp.array2d(dtype=wp.vec3d),
@@ -209,7 +330,7 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
         cs.pjlam[w, i] = f64(0.0)
     # speculative margin: two bodies closing at the largest point speed (+ one step of gravity)
     margin = cm.margin + f64(2.0) * h * (vmax + gh)
-    collide_world(w, cm.shapes, cm.pairs, cs.bq, margin, cs.c)
+    contact_collide(cm, cs, w, margin)
     n_c = cs.c.count[w]
     cs.dropped[w] = cs.dropped[w] + cs.c.overflow[w]
     v_bounce = cm.v_bounce + f64(2.0) * gh
@@ -595,6 +716,8 @@ def contact_kick(cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp
         cs.prev_point[w, k] = cs.point[w, k]
         cs.prev_lam[w, k] = wp.transpose(D) * L
         cs.prev_slip[w, k] = slip
+        cs.prev_anc0[w, k] = _to_body(cs.bq, w, b0, cs.c.point0[w, k])
+        cs.prev_anc1[w, k] = _to_body(cs.bq, w, b1, cs.c.point1[w, k])
     cs.prev_count[w] = n_c
     for i in range(nr):
         if act[w, i] == 1:
@@ -627,9 +750,15 @@ class ContactOptions:
 
 
 def default_capacity(table, pairs, dynamic_bodies: int) -> int:
-    """Contacts per world: the most the pairs can produce, capped at 16 per dynamic body + 32
-    (a resting box has 4 to 8; a packed sphere about 6); overflow is counted and warned."""
-    return int(max(1, min(max_contacts(table, pairs), 16 * dynamic_bodies + 32)))
+    """Contacts per world: the most the pairs can produce (4 for the single-point MPR pairs,
+    whose manifolds persist), capped at 16 per dynamic body + 32 (a resting box has 4 to 8;
+    a packed sphere about 6); overflow is counted and warned."""
+    pairs = np.asarray(pairs).reshape(-1, 2)
+    ta, tb = np.asarray(table.type)[pairs[:, 0]], np.asarray(table.type)[pairs[:, 1]]
+    lo, hi = np.minimum(ta, tb), np.maximum(ta, tb)
+    single = (lo != SHAPE_PLANE_HOST) & (lo != SHAPE_SPHERE_HOST) & (hi > SHAPE_BOX_HOST)
+    most = max_contacts(table, pairs) + 3 * int(np.sum(single))
+    return int(max(1, min(most, 16 * dynamic_bodies + 32)))
 
 
 def _com_table(table, model):
@@ -750,7 +879,7 @@ def setup_contact(model, worlds: int, rows: int, device, options: ContactOptions
     cs.kind = wp.zeros((W, C), dtype=wp.int32, device=device)
     for name in ("dirs", "a0", "a1", "b0", "b1", "kblk"):
         setattr(cs, name, wp.zeros((W, C), dtype=wp.mat33d, device=device))
-    for name in ("lam", "lamc", "point", "prev_point", "prev_lam"):
+    for name in ("lam", "lamc", "point", "prev_point", "prev_lam", "prev_anc0", "prev_anc1"):
         setattr(cs, name, wp.zeros((W, C), dtype=wp.vec3d, device=device))
     for name in ("plam", "bn", "bp", "gam", "f0h", "mu", "rest", "rimp", "prev_slip"):
         setattr(cs, name, wp.zeros((W, C), dtype=wp.float64, device=device))
