@@ -623,3 +623,26 @@ def test_hull_and_cylinder_resting_on_a_box_build_a_manifold(upper):
     assert np.linalg.norm(omega[0, 0]) < 1e-6
     assert np.abs(run.rot[-1, 0, 0, :2]).max() < 1e-3  # upright
     assert abs(run.pos[-1, 0, 0, 2] - (0.2 + half_h)) < 1e-4
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_two_jointed_bodies_collide_only_when_the_joint_asks(enabled):
+    """Two dynamic balls on one vertical prismatic joint: the upper one falls onto the lower
+    one (resting on the ground) only if physics:collisionEnabled is true; otherwise it passes
+    through it and rests on the ground."""
+    stage = new_stage()
+    ground(stage)
+    low, _ = usd_ball(stage, "/World/low", 0.1, mass=1.0)
+    high, _ = usd_ball(stage, "/World/high", 0.5, mass=1.0)
+    j = UsdPhysics.PrismaticJoint.Define(stage, "/World/slide")
+    j.CreateAxisAttr("Z")
+    j.CreateBody0Rel().SetTargets([low.GetPath()])
+    j.CreateBody1Rel().SetTargets([high.GetPath()])
+    j.CreateLocalPos0Attr(Gf.Vec3f(0, 0, 0.4))
+    j.CreateCollisionEnabledAttr(enabled)
+    model, _ = read_stage(stage)
+    assert model.contact_exclude == ([] if enabled else [(0, 1)])
+    z = final_z(stage)
+    index = {p: i for i, p in enumerate(model.body_paths)}
+    assert z[index["/World/low"]] == pytest.approx(0.1, abs=1e-6)
+    assert z[index["/World/high"]] == pytest.approx(0.3 if enabled else 0.1, abs=1e-6)
