@@ -664,3 +664,22 @@ def test_no_tunnelling_through_a_thin_plate_at_200_m_per_s():
     gap = (-0.005 - r) - x[2]  # 0.085 m left when the impact step starts
     np.testing.assert_allclose(x[3], -0.005 - r - e * (v * h - gap), atol=1e-12)
     np.testing.assert_allclose(solver.state()[2][0, 0], [-e * v, 0, 0], atol=1e-9)
+
+
+@pytest.mark.parametrize("com_x, tips", [(0.05, False), (0.15, True)])
+def test_shapes_follow_the_body_frame_when_the_com_is_offset(com_x, tips):
+    """A 0.2 m box collider at its prim origin, the body's centre of mass moved along x: inside
+    the footprint the box stays exactly where it is; beyond the edge (0.1 m) it tips over."""
+    h = 0.1
+    m = Model()
+    m.gravity = np.array([0.0, 0.0, -G])
+    b = m.add_body("/box", 1.0, box_inertia(1.0, [h] * 3), pos=[0, 0, h], com_pos=[com_x, 0, 0.02])
+    m.shapes = table_from_specs([{"type": SHAPE_PLANE, **mat(0.8)},
+                                 {"type": SHAPE_BOX, "body": b, "dims": (h, h, h), **mat(0.8)}])
+    run = Solver(m, "cpu").run(50, 20, 1e-3)
+    pos, rot = m.prim_from_com(run.pos[:, 0], run.rot[:, 0])
+    if tips:
+        assert abs(rot[-1, 0, 1]) > 0.3  # rotated about y by tens of degrees
+    else:
+        np.testing.assert_allclose(pos[-1, 0], [0, 0, h], atol=1e-7)
+        np.testing.assert_allclose(rot[-1, 0], [0, 0, 0, 1], atol=1e-7)
