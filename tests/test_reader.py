@@ -206,3 +206,15 @@ def test_bad_input_is_a_clear_error(tmp_path):
     bad.write_text("#usda 1.0\n def Xform 'x' {{{ nonsense\n")
     with pytest.raises(UsdphysError, match="bad.usda"):
         read_stage(str(bad))
+
+
+def test_kinematic_body_without_mass_is_not_warned_but_dynamic_is(caplog):
+    """A kinematic body's mass never enters the dynamics (converted Chrono ground bodies)."""
+    stage = new_stage()
+    ground = body(stage, "/ground")
+    UsdPhysics.RigidBodyAPI(ground).CreateKinematicEnabledAttr(True)
+    body(stage, "/free")
+    with caplog.at_level(logging.WARNING, logger="usdphys"):
+        read_stage(stage)
+    assert "/ground" not in caplog.text
+    assert "/free" in caplog.text and "no physics:mass" in caplog.text

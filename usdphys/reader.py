@@ -394,7 +394,9 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
             static_bodies.add(str(p))
             continue
         pos, rot, _ = _world_pose(cache, prim)
-        mass, com, moments, axes = _mass_properties(stage, prim, d, shapes, mpu, kpu, warner)
+        # A kinematic body's mass never enters the dynamics (inverse mass 0): no mass warnings.
+        mass_warner = (lambda *args, **kwargs: None) if d.kinematicBody else warner
+        mass, com, moments, axes = _mass_properties(stage, prim, d, shapes, mpu, kpu, mass_warner)
         lin_vel = _v(d.linearVelocity) * mpu
         ang_vel = _v(d.angularVelocity) * DEG
         if d.kinematicBody:
