@@ -891,6 +891,33 @@ def collide_pair(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, 
 
 
 @wp.func
+def pair_in_reach(shapes: ShapeData, sa: int, sb: int, xa: wp.transformd, xb: wp.transformd,
+                  margin: wp.float64) -> bool:
+    """Bounding-sphere cull of a candidate pair (a plane: B's sphere against the half-space)."""
+    pa = wp.transform_get_translation(xa)
+    pb = wp.transform_get_translation(xb)
+    if shapes.type[sa] == PLANE:
+        return wp.dot(pb - pa, axis_z(xa)) <= shapes.bound[sb] + margin
+    return wp.length(pb - pa) <= shapes.bound[sa] + shapes.bound[sb] + margin
+
+
+@wp.func
+def pair_context(shapes: ShapeData, w: int, p: int, sa: int, sb: int, margin: wp.float64) -> PairCtx:
+    """What every pair routine needs to know about pair p of world w."""
+    k = PairCtx()
+    k.world = w
+    k.pair = p
+    k.sa = sa
+    k.sb = sb
+    k.ba = shapes.body[sa]
+    k.bb = shapes.body[sb]
+    k.ra = shapes.radius[sa]
+    k.rb = shapes.radius[sb]
+    k.margin = margin
+    return k
+
+
+@wp.func
 def collide_world(w: int, shapes: ShapeData, pairs: wp.array(dtype=wp.vec2i),
                   body_q: wp.array2d(dtype=wp.transformd), margin: wp.float64, c: Contacts):
     """All contacts of world w into row w of c (count reset first). Callable from a solver
@@ -902,25 +929,9 @@ def collide_world(w: int, shapes: ShapeData, pairs: wp.array(dtype=wp.vec2i),
         sb = pairs[p][1]
         xa = shape_world(shapes, body_q, w, sa)
         xb = shape_world(shapes, body_q, w, sb)
-        pa = wp.transform_get_translation(xa)
-        pb = wp.transform_get_translation(xb)
-        # bounding-sphere cull (a plane: B's sphere against the half-space)
-        if shapes.type[sa] == PLANE:
-            if wp.dot(pb - pa, axis_z(xa)) > shapes.bound[sb] + margin:
-                continue
-        elif wp.length(pb - pa) > shapes.bound[sa] + shapes.bound[sb] + margin:
+        if not pair_in_reach(shapes, sa, sb, xa, xb, margin):
             continue
-        k = PairCtx()
-        k.world = w
-        k.pair = p
-        k.sa = sa
-        k.sb = sb
-        k.ba = shapes.body[sa]
-        k.bb = shapes.body[sb]
-        k.ra = shapes.radius[sa]
-        k.rb = shapes.radius[sb]
-        k.margin = margin
-        collide_pair(c, k, shapes, xa, xb)
+        collide_pair(c, pair_context(shapes, w, p, sa, sb, margin), shapes, xa, xb)
 
 
 @wp.kernel

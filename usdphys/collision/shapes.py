@@ -23,6 +23,7 @@ import numpy as np
 from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
 
 from usdphys.errors import UsdphysError, warn
+from usdphys.model import matrix_to_quat
 
 SHAPE_PLANE = 0
 SHAPE_SPHERE = 1
@@ -139,22 +140,8 @@ def rigid_frame(matrix) -> np.ndarray:
 
 
 def quat_from_matrix(r: np.ndarray) -> np.ndarray:
-    """Quaternion (x, y, z, w) of a proper rotation matrix in column-vector convention."""
-    t = np.trace(r)
-    if t > 0.0:
-        s = np.sqrt(t + 1.0) * 2.0
-        q = [(r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s, 0.25 * s]
-    elif r[0, 0] > r[1, 1] and r[0, 0] > r[2, 2]:
-        s = np.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2]) * 2.0
-        q = [0.25 * s, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s, (r[2, 1] - r[1, 2]) / s]
-    elif r[1, 1] > r[2, 2]:
-        s = np.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2]) * 2.0
-        q = [(r[0, 1] + r[1, 0]) / s, 0.25 * s, (r[1, 2] + r[2, 1]) / s, (r[0, 2] - r[2, 0]) / s]
-    else:
-        s = np.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1]) * 2.0
-        q = [(r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s, (r[1, 0] - r[0, 1]) / s]
-    q = np.array(q)
-    q /= np.linalg.norm(q)
+    """Quaternion (x, y, z, w) of a proper rotation matrix, w >= 0 (a canonical sign)."""
+    q = matrix_to_quat(r)
     return q if q[3] >= 0.0 else -q
 
 

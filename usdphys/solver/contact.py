@@ -31,13 +31,13 @@ from usdphys.collision.narrowphase import (
     PLANE,
     SPHERE,
     Contacts,
-    PairCtx,
     ShapeData,
     allocate_contacts,
     any_perp,
-    axis_z,
     collide_pair,
     max_contacts,
+    pair_context,
+    pair_in_reach,
     shape_data,
     shape_world,
 )
@@ -240,23 +240,9 @@ def contact_collide(cm: ContactModel, cs: ContactState, w: int, margin: wp.float
         sb = cm.pairs[p][1]
         xa = shape_world(shapes, cs.bq, w, sa)
         xb = shape_world(shapes, cs.bq, w, sb)
-        pa = wp.transform_get_translation(xa)
-        pb = wp.transform_get_translation(xb)
-        if shapes.type[sa] == PLANE:
-            if wp.dot(pb - pa, axis_z(xa)) > shapes.bound[sb] + margin:
-                continue
-        elif wp.length(pb - pa) > shapes.bound[sa] + shapes.bound[sb] + margin:
+        if not pair_in_reach(shapes, sa, sb, xa, xb, margin):
             continue
-        k = PairCtx()
-        k.world = w
-        k.pair = p
-        k.sa = sa
-        k.sb = sb
-        k.ba = shapes.body[sa]
-        k.bb = shapes.body[sb]
-        k.ra = shapes.radius[sa]
-        k.rb = shapes.radius[sb]
-        k.margin = margin
+        k = pair_context(shapes, w, p, sa, sb, margin)
         first = c.count[w]
         collide_pair(c, k, shapes, xa, xb)
         if c.count[w] != first + 1 or _single_point_pair(shapes.type[sa], shapes.type[sb]) == 0:
