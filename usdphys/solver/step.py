@@ -119,6 +119,7 @@ class Scratch:
     sshift: wp.array2d(dtype=wp.float64)
     sinv: wp.array2d(dtype=wp.float64)
     lam: wp.array2d(dtype=wp.float64)
+    lwarm: wp.array2d(dtype=wp.float64)  # equal rows: last step's impulse (Newton warm start)
     res: wp.array2d(dtype=wp.float64)
     act: wp.array2d(dtype=wp.int32)
     A: wp.array3d(dtype=wp.float64)
@@ -535,6 +536,10 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
             sc.A[w, i, j] = a
             sc.A[w, j, i] = a
     # drives: implicit spring-damper rows; hard rows active; limits start inactive
+    hp = sc.els.hnow[w]  # the previous step's h (begin_elements below sets this step's)
+    wscale = wp.float64(1.0)  # exactly 1 for a constant step: a held pose stays held bit for bit
+    if hp != h and hp > wp.float64(0.0):
+        wscale = h / hp
     for i in range(nr):
         mode = m.row_mode[i]
         act = int(0)
@@ -544,6 +549,8 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         sc.lam[w, i] = wp.float64(0.0)
         if mode == MODE_EQUAL:
             act = 1
+            if assemble == 0:  # warm start: the force goes on (O(h) change, one Newton update less)
+                sc.lam[w, i] = wscale * sc.lwarm[w, i]
         elif mode == MODE_SOFT and assemble == 0:
             k = m.row_k[i]
             c = m.row_c[i]
@@ -563,6 +570,10 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
                 sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[i]) / denom
         sc.act[w, i] = act
     begin_elements(m, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
+    if assemble == 0:
+        # warm-started: always take one Newton update (its linear solve lands far inside the
+        # tolerance), so a pose held exactly from a cold start stays held exactly
+        sc.els.min_newton[w] = 1
     solve_rows(m, st, sc, dg, w, h, tol, assemble)
     if assemble == 0 and cm.n_pairs > 0:
         # contact (issue #7, usdphys/solver/contact.py; docs/solver.md "Contact"): contacts
@@ -586,6 +597,11 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
             if wp.abs(sc.res[w, i]) == err:
                 worst_row = i
         dg.worst_row[w] = worst_row
+    for i in range(nr):
+        lw = wp.float64(0.0)
+        if assemble == 0 and m.row_mode[i] == MODE_EQUAL and sc.act[w, i] == 1:
+            lw = sc.lam[w, i]
+        sc.lwarm[w, i] = lw
     for b in range(nb):
         st.pos[w, b] = sc.pos1[w, b]
         st.rot[w, b] = sc.rot1[w, b]
