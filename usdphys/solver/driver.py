@@ -16,7 +16,7 @@ import warp as wp
 
 from usdphys.errors import UsdphysError, warn
 from usdphys.warpinit import init_warp
-from usdphys.model import Model
+from usdphys.model import MODE_EQUAL, Model
 from usdphys.solver import forces
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactOptions, contact_stats, setup_contact
@@ -144,10 +144,17 @@ class Solver:
         dg.worst_row = wp.full(W, -1, dtype=wp.int32, device=dev)
         dg.init_error = wp.zeros(W, dtype=wp.float64, device=dev)
         dg.init_row = wp.full(W, -1, dtype=wp.int32, device=dev)
+        dg.n_updates = wp.zeros(W, dtype=wp.int32, device=dev)
+        dg.n_factor = wp.zeros(W, dtype=wp.int32, device=dev)
         self.dg = dg
         self.counter = wp.zeros(1, dtype=wp.int32, device=dev)
         # contact (issue #7): shapes, candidate pairs and per-world contact buffers
         self.cm, self.cs, self.contact_info = setup_contact(model, W, R, dev, contact)
+        # modified Newton across steps (step.py, REFACTOR_EVERY): only when A cannot change by
+        # more than the motion does, i.e. all rows are equal rows (no drives, limits, elements'
+        # law / friction rows, whose diagonals or active sets change) and nothing collides
+        m.reuse_factor = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and self.cm.n_pairs == 0)
+        sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)
 
     # ------------------------------------------------------------------
     def run(self, frames: int, substeps: int, dt: float,
@@ -222,6 +229,11 @@ class Solver:
         if row < 0 or row >= self.R:
             return "?"
         return self.elements.names[row]
+
+    def newton_stats(self) -> dict:
+        """Per-world totals since the Solver was made (assembly included): Newton updates
+        (linear solves) and LDL factorisations of the joint rows."""
+        return {"updates": self.dg.n_updates.numpy().copy(), "factorisations": self.dg.n_factor.numpy().copy()}
 
     def contact_stats(self) -> dict:
         """Per-world contact diagnostics: dropped contacts, most PGS sweeps, unconverged steps."""

@@ -52,6 +52,13 @@ wp.set_module_options({"enable_backward": False})
 
 MAX_PASSES = wp.constant(6)  # active-set passes per step
 MAX_NEWTON = wp.constant(12)  # Newton iterations per pass
+# Modified Newton across steps (models whose rows are all equal rows, no contact): A = G M^-1 G^T
+# changes by O(h |w|) per step, so the last factorisation still contracts the residual fast; it
+# is rebuilt every REFACTOR_EVERY steps, or as soon as one update shrinks the residual by less
+# than REFACTOR_RATE. Only the iteration matrix is old: the impulse directions G, the residual
+# g(x+) and the 1e-12 stopping test are this step's, so the converged step is the same.
+REFACTOR_EVERY = wp.constant(8)
+REFACTOR_RATE = wp.constant(wp.float64(0.1))
 # Blow-up guards (SI): beyond these the run is stopped with an error naming body and time.
 MAX_SPEED = wp.constant(wp.float64(1.0e5))  # m/s, far above any multibody machine
 MAX_SPIN = wp.constant(wp.float64(1.0e6))  # rad/s
@@ -81,6 +88,7 @@ class ModelData:
     row_tv: wp.array(dtype=wp.float64)
     row_fmax: wp.array(dtype=wp.float64)
     row_accel: wp.array(dtype=wp.int32)
+    reuse_factor: int  # 1: every row is an equal row and nothing collides (A may be reused)
     el: ElementData  # force elements, motors, friction, loads (issue #5; forces.py)
 
 
@@ -125,6 +133,7 @@ class Scratch:
     A: wp.array3d(dtype=wp.float64)
     Lf: wp.array3d(dtype=wp.float64)
     D: wp.array2d(dtype=wp.float64)
+    fage: wp.array(dtype=wp.int32)  # steps since Lf, D were factorised (-1: none valid)
     els: ElementState  # per-world element state (issue #5; forces.py)
 
 
@@ -137,6 +146,8 @@ class Diagnostics:
     worst_row: wp.array(dtype=wp.int32)
     init_error: wp.array(dtype=wp.float64)  # hard-constraint violation of the input pose
     init_row: wp.array(dtype=wp.int32)
+    n_updates: wp.array(dtype=wp.int32)  # Newton updates (linear solves) since the counters were zeroed
+    n_factor: wp.array(dtype=wp.int32)  # LDL factorisations since then
 
 
 @wp.func
@@ -406,6 +417,31 @@ def end_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64):
 
 
 @wp.func
+def build_A(m: ModelData, sc: Scratch, w: int):
+    """A = G M^-1 G^T at the step start (only body-sharing pairs are non-zero)."""
+    nr = m.n_rows
+    for i in range(nr):
+        bi0 = m.row_b0[i]
+        bi1 = m.row_b1[i]
+        for j in range(i + 1):
+            bj0 = m.row_b0[j]
+            bj1 = m.row_b1[j]
+            a = wp.float64(0.0)
+            if bi0 >= 0:
+                if bi0 == bj0:
+                    a = a + wp.dot(sc.jl0[w, i], sc.wl0[w, j]) + wp.dot(sc.ja0[w, i], sc.wa0[w, j])
+                if bi0 == bj1:
+                    a = a + wp.dot(sc.jl0[w, i], sc.wl1[w, j]) + wp.dot(sc.ja0[w, i], sc.wa1[w, j])
+            if bi1 >= 0:
+                if bi1 == bj0:
+                    a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
+                if bi1 == bj1:
+                    a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
+            sc.A[w, i, j] = a
+            sc.A[w, j, i] = a
+
+
+@wp.func
 def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int, h: wp.float64,
                tol: wp.float64, assemble: int):
     """Steps 4-5 of step_world: SHAKE Newton on the row impulses inside the active-set loop,
@@ -426,11 +462,22 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
                 dg.init_row[w] = i
     # 5. Newton iteration inside an active-set loop
     for p in range(MAX_PASSES):
-        ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, w, nr)
+        if sc.fage[w] <= 0 or p > 0:  # fage > 0: the factor of an earlier step is reused
+            ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, w, nr)
+            sc.fage[w] = 0
+            dg.n_factor[w] = dg.n_factor[w] + 1
+        prev = wp.float64(0.0)
         for it in range(MAX_NEWTON):
             worst = residuals(m, sc, w, 0)
             if worst <= tol and it >= sc.els.min_newton[w]:  # law rows: >= 1 update (issue #5)
                 break
+            if sc.fage[w] > 0 and it > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
+                build_A(m, sc, w)
+                ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, w, nr)
+                sc.fage[w] = 0
+                dg.n_factor[w] = dg.n_factor[w] + 1
+            prev = worst
+            dg.n_updates[w] = dg.n_updates[w] + 1
             for i in range(nr):
                 sc.res[w, i] = -sc.res[w, i] / h
             ldl_solve(sc.Lf, sc.D, sc.res, w, nr)
@@ -515,26 +562,13 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         sc.wa0[w, i] = wa0
         sc.wl1[w, i] = wl1
         sc.wa1[w, i] = wa1
-    # 3. A = G M^-1 G^T (only body-sharing pairs are non-zero)
-    for i in range(nr):
-        bi0 = m.row_b0[i]
-        bi1 = m.row_b1[i]
-        for j in range(i + 1):
-            bj0 = m.row_b0[j]
-            bj1 = m.row_b1[j]
-            a = wp.float64(0.0)
-            if bi0 >= 0:
-                if bi0 == bj0:
-                    a = a + wp.dot(sc.jl0[w, i], sc.wl0[w, j]) + wp.dot(sc.ja0[w, i], sc.wa0[w, j])
-                if bi0 == bj1:
-                    a = a + wp.dot(sc.jl0[w, i], sc.wl1[w, j]) + wp.dot(sc.ja0[w, i], sc.wa1[w, j])
-            if bi1 >= 0:
-                if bi1 == bj0:
-                    a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
-                if bi1 == bj1:
-                    a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
-            sc.A[w, i, j] = a
-            sc.A[w, j, i] = a
+    # 3. A = G M^-1 G^T, unless the last factorisation is reused (modified Newton)
+    age = sc.fage[w]
+    if assemble != 0 or m.reuse_factor == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
+        build_A(m, sc, w)
+        sc.fage[w] = -1  # solve_rows factorises
+    else:
+        sc.fage[w] = age + 1
     # drives: implicit spring-damper rows; hard rows active; limits start inactive
     hp = sc.els.hnow[w]  # the previous step's h (begin_elements below sets this step's)
     wscale = wp.float64(1.0)  # exactly 1 for a constant step: a held pose stays held bit for bit
@@ -608,6 +642,8 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         if assemble == 0:
             st.vel[w, b] = sc.vel1[w, b]
             st.omega[w, b] = sc.omega1[w, b]
+    if assemble != 0:
+        sc.fage[w] = -1  # the assembly's factor (h = 1, its own active rows) is not reused
     if assemble == 0 and cm.n_pairs > 0:
         contact_end(cs, w, nb, st.vel, st.omega)  # position-only (split) impulses leave velocities
 
