@@ -20,7 +20,7 @@ def test_fourbar_reuses_the_factorisation_and_stays_closed():
     run = s.run(20, 100, 1e-3)  # 2 s
     st = s.newton_stats()
     steps = 2000
-    assert s.m.reuse_factor == 1
+    assert s.m.equal_only == 1
     assert np.all(st["factorisations"] < 0.5 * steps)  # reused most steps
     assert np.all(st["updates"] >= steps)  # at least one Newton update per step
     assert run.max_constraint_error.max() <= 1e-12
@@ -36,7 +36,7 @@ def test_no_reuse_when_a_row_is_not_an_equal_row():
                                 gravity=9.81))
     assert np.any(model.constraint_rows().mode == 0)
     s = Solver(model, "cpu")
-    assert s.m.reuse_factor == 0
+    assert s.m.equal_only == 0
     run = s.run(5, 100, 1e-3)
     assert s.newton_stats()["factorisations"][0] >= 500
     assert run.max_constraint_error.max() <= 1e-12

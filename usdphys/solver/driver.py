@@ -126,7 +126,7 @@ class Solver:
         sc.iinv = wp.zeros((W, Bn), dtype=wp.mat33d, device=dev)
         for name in ("jl0", "ja0", "jl1", "ja1", "wl0", "wa0", "wl1", "wa1"):
             setattr(sc, name, wp.zeros((W, Rn), dtype=wp.vec3d, device=dev))
-        for name in ("g0", "sdiag", "sshift", "sinv", "lam", "lwarm", "res", "D"):
+        for name in ("g0", "sdiag", "sshift", "sinv", "lam", "lwarm", "lwarm2", "lwarm3", "res", "D"):
             setattr(sc, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
         sc.act = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
         sc.A = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
@@ -150,10 +150,10 @@ class Solver:
         self.counter = wp.zeros(1, dtype=wp.int32, device=dev)
         # contact (issue #7): shapes, candidate pairs and per-world contact buffers
         self.cm, self.cs, self.contact_info = setup_contact(model, W, R, dev, contact)
-        # modified Newton across steps (step.py, REFACTOR_EVERY): only when A cannot change by
+        # modified Newton across steps (step.py, REFACTOR_EVERY) and extrapolated impulses: only when A cannot change by
         # more than the motion does, i.e. all rows are equal rows (no drives, limits, elements'
         # law / friction rows, whose diagonals or active sets change) and nothing collides
-        m.reuse_factor = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and self.cm.n_pairs == 0)
+        m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and self.cm.n_pairs == 0)
         sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)
 
     # ------------------------------------------------------------------
