@@ -155,6 +155,7 @@ class Solver:
         # law / friction rows, whose diagonals or active sets change) and nothing collides
         m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and self.cm.n_pairs == 0)
         sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)
+        sc.rfresh = wp.zeros(W, dtype=wp.int32, device=dev)
 
     # ------------------------------------------------------------------
     def run(self, frames: int, substeps: int, dt: float,

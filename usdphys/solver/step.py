@@ -137,6 +137,7 @@ class Scratch:
     Lf: wp.array3d(dtype=wp.float64)
     D: wp.array2d(dtype=wp.float64)
     fage: wp.array(dtype=wp.int32)  # steps since Lf, D were factorised (-1: none valid)
+    rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
     els: ElementState  # per-world element state (issue #5; forces.py)
 
 
@@ -470,9 +471,11 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             sc.fage[w] = 0
             dg.n_factor[w] = dg.n_factor[w] + 1
         prev = wp.float64(0.0)
+        sc.rfresh[w] = 0
         for it in range(MAX_NEWTON):
             worst = residuals(m, sc, w, 0)
             if worst <= tol and it >= sc.els.min_newton[w]:  # law rows: >= 1 update (issue #5)
+                sc.rfresh[w] = 1
                 break
             if sc.fage[w] > 0 and it > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
                 build_A(m, sc, w)
@@ -511,6 +514,7 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
         if changed == 0:
             break
         move_bodies(m, st, sc, w, h, assemble)
+        sc.rfresh[w] = 0
 
 
 @wp.func
@@ -637,7 +641,15 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
     if assemble == 0:
         end_elements(m, sc, w, h)
     # 6. commit; record the largest hard-constraint error left
-    err = residuals(m, sc, w, 1)
+    err = wp.float64(0.0)
+    if sc.rfresh[w] != 0:  # the Newton test's residuals are of these poses: keep the hard rows'
+        for i in range(nr):
+            mode = m.row_mode[i]
+            if sc.act[w, i] != 1 or mode == MODE_SOFT or mode == MODE_LAW or mode == MODE_FRICTION:
+                sc.res[w, i] = wp.float64(0.0)
+            err = wp.max(err, wp.abs(sc.res[w, i]))
+    else:
+        err = residuals(m, sc, w, 1)
     if err > dg.max_error[w]:
         dg.max_error[w] = err
         worst_row = int(-1)
