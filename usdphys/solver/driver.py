@@ -109,6 +109,7 @@ class Solver:
         m.row_fmax = _arr(pad(np.minimum(rows.max_force, 1e300), Rn, 0), wp.float64, dev)
         m.row_accel = _arr(pad(rows.accel, Rn, 0), wp.int32, dev)
         m.el = forces.element_data(self.elements, dev)
+        m.has_elements = int(forces.has_elements(self.elements))
         self.m = m
 
         pos, rot, vel, omega = model.com_state()

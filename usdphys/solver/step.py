@@ -88,6 +88,7 @@ class ModelData:
     row_tv: wp.array(dtype=wp.float64)
     row_fmax: wp.array(dtype=wp.float64)
     row_accel: wp.array(dtype=wp.int32)
+    has_elements: int  # 0: no motors, law / friction rows or loads (begin / end_elements skipped)
     equal_only: int  # 1: every row is an equal row and nothing collides (A reused, impulses extrapolated)
     el: ElementData  # force elements, motors, friction, loads (issue #5; forces.py)
 
@@ -621,7 +622,10 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
                 sc.sinv[w, i] = wp.float64(1.0) / denom
                 sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[i]) / denom
         sc.act[w, i] = act
-    begin_elements(m, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
+    if assemble != 0 or m.has_elements != 0:
+        begin_elements(m, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
+    else:  # nothing to set up: the assembly already set every row's value (rval)
+        sc.els.hnow[w] = h
     if assemble == 0:
         # warm-started: always take one Newton update (its linear solve lands far inside the
         # tolerance), so a pose held exactly from a cold start stays held exactly
@@ -639,7 +643,10 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
             contact_kick(cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
             solve_rows(m, st, sc, dg, w, h, tol, 0)
     if assemble == 0:
-        end_elements(m, sc, w, h)
+        if m.has_elements != 0:
+            end_elements(m, sc, w, h)
+        else:
+            sc.els.tnow[w] = sc.els.tnow[w] + h
     # 6. commit; record the largest hard-constraint error left
     err = wp.float64(0.0)
     if sc.rfresh[w] != 0:  # the Newton test's residuals are of these poses: keep the hard rows'
