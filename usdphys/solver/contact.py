@@ -480,7 +480,8 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
 
 @wp.func
 def project_joints(w: int, nr: int, act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
-                   row_b1: wp.array(dtype=wp.int32), jl0: wp.array2d(dtype=wp.vec3d),
+                   row_b1: wp.array(dtype=wp.int32), row_first: wp.array(dtype=wp.int32),
+                   jl0: wp.array2d(dtype=wp.vec3d),
                    ja0: wp.array2d(dtype=wp.vec3d), jl1: wp.array2d(dtype=wp.vec3d),
                    ja1: wp.array2d(dtype=wp.vec3d), wl0: wp.array2d(dtype=wp.vec3d),
                    wa0: wp.array2d(dtype=wp.vec3d), wl1: wp.array2d(dtype=wp.vec3d),
@@ -501,7 +502,7 @@ def project_joints(w: int, nr: int, act: wp.array2d(dtype=wp.int32), row_b0: wp.
                 r = r + wp.dot(jl1[w, i], dv[w, b1]) + wp.dot(ja1[w, i], dw[w, b1])
             r = r + sdiag[w, i] * acc[w, i]
         res[w, i] = -r
-    ldl_solve_rows(Lf, Dg, res, w, nr)
+    ldl_solve_rows(Lf, Dg, row_first, res, w, nr)
     for i in range(nr):
         if act[w, i] != 1:
             continue
@@ -619,7 +620,8 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
 def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
                   vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), nr: int,
                   act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
-                  row_b1: wp.array(dtype=wp.int32), jl0: wp.array2d(dtype=wp.vec3d),
+                  row_b1: wp.array(dtype=wp.int32), row_first: wp.array(dtype=wp.int32),
+                  jl0: wp.array2d(dtype=wp.vec3d),
                   ja0: wp.array2d(dtype=wp.vec3d), jl1: wp.array2d(dtype=wp.vec3d),
                   ja1: wp.array2d(dtype=wp.vec3d), wl0: wp.array2d(dtype=wp.vec3d),
                   wa0: wp.array2d(dtype=wp.vec3d), wl1: wp.array2d(dtype=wp.vec3d),
@@ -634,9 +636,9 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass
         used = sweep + 1
         dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0)
         if nr > 0:
-            project_joints(w, nr, act, row_b0, row_b1, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+            project_joints(w, nr, act, row_b0, row_b1, row_first, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
                            res, cs.dv, cs.dw, cs.jlam)
-            project_joints(w, nr, act, row_b0, row_b1, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+            project_joints(w, nr, act, row_b0, row_b1, row_first, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
                            res, cs.pv, cs.pw, cs.pjlam)
         if dmax <= cm.tol:
             break
@@ -662,7 +664,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass
     if bounced != 0:
         for sweep in range(cm.max_sweeps):
             if nr > 0:
-                project_joints(w, nr, act, row_b0, row_b1, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
+                project_joints(w, nr, act, row_b0, row_b1, row_first, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
                                Dg, res, cs.dv, cs.dw, cs.jlam)
             used = used + 1
             if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1) <= cm.tol:

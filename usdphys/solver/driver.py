@@ -19,6 +19,7 @@ from usdphys.warpinit import init_warp
 from usdphys.model import MODE_EQUAL, Model
 from usdphys.solver import forces
 from usdphys.solver import step as K
+from usdphys.solver.ldl import row_envelope
 from usdphys.solver.contact import ContactOptions, contact_stats, setup_contact
 
 # Newton stopping tolerance on hard-constraint residuals (m, or rad for angular rows):
@@ -99,6 +100,7 @@ class Solver:
         m.row_value = _arr(pad(rows.value, Rn, 0), wp.float64, dev)
         m.row_b0 = _arr(pad(rows.b0, Rn, 0), wp.int32, dev)
         m.row_b1 = _arr(pad(rows.b1, Rn, 0), wp.int32, dev)
+        m.row_first = _arr(pad(row_envelope(rows.b0, rows.b1), Rn, 0), wp.int32, dev)
         m.row_p0 = _arr(pad(rows.p0, Rn, 3), wp.vec3d, dev)
         m.row_q0 = _arr(pad(rows.q0, Rn, 4), wp.quatd, dev)
         m.row_p1 = _arr(pad(rows.p1, Rn, 3), wp.vec3d, dev)

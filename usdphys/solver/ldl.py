@@ -5,9 +5,16 @@ PIVOT_TOL times its diagonal marks a row linearly dependent on earlier rows (red
 constraint, e.g. a planar loop closed with 3-D joints): it is dropped (D = 0) and its
 multiplier stays unchanged. For a consistent system (constraints that can all hold) that
 gives the same motion as the pseudo-inverse.
+
+Envelope (skyline) storage: row i of A is zero left of column first[i] (the first row that
+shares a body with it; `row_envelope`), and LDL^T makes no fill-in left of the envelope, so
+the loops start there. Entries of Lf outside the envelope are never written (they stay 0);
+columns of skipped or dropped rows are written as 0, so the solves need no pivot tests.
+The arithmetic is the same as a dense LDL^T with those tests: only exact zeros are skipped.
 """
 from __future__ import annotations
 
+import numpy as np
 import warp as wp
 
 wp.set_module_options({"enable_backward": False})
@@ -21,45 +28,66 @@ PIVOT_TOL = wp.constant(wp.float64(1.0e-10))
 REG = wp.constant(wp.float64(1.0e-12))
 
 
+def row_envelope(b0, b1) -> np.ndarray:
+    """first[i] = the smallest j <= i whose row shares a body (index >= 0) with row i."""
+    b0 = np.asarray(b0).reshape(-1)
+    b1 = np.asarray(b1).reshape(-1)
+    first = np.arange(len(b0), dtype=np.int32)
+    seen: dict[int, int] = {}  # body -> first row that touches it
+    for i in range(len(b0)):
+        for b in (int(b0[i]), int(b1[i])):
+            if b >= 0:
+                first[i] = min(first[i], seen.setdefault(b, i))
+    return first
+
+
 @wp.func
 def ldl_factor(A: wp.array3d(dtype=wp.float64), Lf: wp.array3d(dtype=wp.float64),
                D: wp.array2d(dtype=wp.float64), act: wp.array2d(dtype=wp.int32),
-               sdiag: wp.array2d(dtype=wp.float64), w: int, n: int):
+               sdiag: wp.array2d(dtype=wp.float64), first: wp.array(dtype=wp.int32), w: int, n: int):
     for j in range(n):
         D[w, j] = wp.float64(0.0)
-        if act[w, j] != 1:
-            continue
-        ajj = A[w, j, j] + sdiag[w, j]
-        d = ajj * (wp.float64(1.0) + REG)
-        for k in range(j):
-            if D[w, k] != wp.float64(0.0):
+        d = wp.float64(0.0)
+        keep = int(0)
+        fj = first[j]
+        if act[w, j] == 1:
+            ajj = A[w, j, j] + sdiag[w, j]
+            d = ajj * (wp.float64(1.0) + REG)
+            for k in range(fj, j):
                 l = Lf[w, j, k]
                 d = d - l * l * D[w, k]
-        if ajj <= wp.float64(0.0) or d <= PIVOT_TOL * ajj:
+            if ajj > wp.float64(0.0) and d > PIVOT_TOL * ajj:
+                keep = 1
+        if keep == 0:  # skipped or dependent: a zero column
+            for i in range(j + 1, n):
+                if first[i] <= j:
+                    Lf[w, i, j] = wp.float64(0.0)
             continue
         D[w, j] = d
         for i in range(j + 1, n):
+            fi = first[i]
+            if fi > j:
+                continue
             if act[w, i] != 1:
+                Lf[w, i, j] = wp.float64(0.0)
                 continue
             s = A[w, i, j]
-            for k in range(j):
-                if D[w, k] != wp.float64(0.0):
-                    s = s - Lf[w, i, k] * Lf[w, j, k] * D[w, k]
+            for k in range(wp.max(fi, fj), j):
+                s = s - Lf[w, i, k] * Lf[w, j, k] * D[w, k]
             Lf[w, i, j] = s / d
 
 
 @wp.func
 def ldl_solve(Lf: wp.array3d(dtype=wp.float64), D: wp.array2d(dtype=wp.float64),
-              x: wp.array2d(dtype=wp.float64), w: int, n: int):
+              first: wp.array(dtype=wp.int32), x: wp.array2d(dtype=wp.float64), w: int, n: int):
     """Solve in place: x <- A^-1 x on the rows kept by ldl_factor (others -> 0)."""
     for i in range(n):
         if D[w, i] == wp.float64(0.0):
             x[w, i] = wp.float64(0.0)
             continue
         s = x[w, i]
-        for k in range(i):
-            if D[w, k] != wp.float64(0.0):
-                s = s - Lf[w, i, k] * x[w, k]
+        for k in range(first[i], i):
+            s = s - Lf[w, i, k] * x[w, k]
         x[w, i] = s
     for i in range(n):
         if D[w, i] != wp.float64(0.0):
@@ -70,6 +98,6 @@ def ldl_solve(Lf: wp.array3d(dtype=wp.float64), D: wp.array2d(dtype=wp.float64),
             continue
         s = x[w, i]
         for k in range(i + 1, n):
-            if D[w, k] != wp.float64(0.0):
+            if first[k] <= i:
                 s = s - Lf[w, k, i] * x[w, k]
         x[w, i] = s

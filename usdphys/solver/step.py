@@ -79,6 +79,7 @@ class ModelData:
     row_value: wp.array(dtype=wp.float64)
     row_b0: wp.array(dtype=wp.int32)
     row_b1: wp.array(dtype=wp.int32)
+    row_first: wp.array(dtype=wp.int32)  # envelope of A: first row sharing a body (ldl.py)
     row_p0: wp.array(dtype=wp.vec3d)
     row_q0: wp.array(dtype=wp.quatd)
     row_p1: wp.array(dtype=wp.vec3d)
@@ -468,7 +469,7 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
     # 5. Newton iteration inside an active-set loop
     for p in range(MAX_PASSES):
         if sc.fage[w] <= 0 or p > 0:  # fage > 0: the factor of an earlier step is reused
-            ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, w, nr)
+            ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, m.row_first, w, nr)
             sc.fage[w] = 0
             dg.n_factor[w] = dg.n_factor[w] + 1
         prev = wp.float64(0.0)
@@ -480,14 +481,14 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
                 break
             if sc.fage[w] > 0 and it > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
                 build_A(m, sc, w)
-                ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, w, nr)
+                ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, m.row_first, w, nr)
                 sc.fage[w] = 0
                 dg.n_factor[w] = dg.n_factor[w] + 1
             prev = worst
             dg.n_updates[w] = dg.n_updates[w] + 1
             for i in range(nr):
                 sc.res[w, i] = -sc.res[w, i] / h
-            ldl_solve(sc.Lf, sc.D, sc.res, w, nr)
+            ldl_solve(sc.Lf, sc.D, m.row_first, sc.res, w, nr)
             for i in range(nr):
                 if sc.act[w, i] == 1:
                     sc.lam[w, i] = sc.lam[w, i] + sc.res[w, i]
@@ -638,8 +639,8 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         n_c = contact_begin(cm, cs, w, h, nb, m.gravity, m.inv_mass, st.pos, st.rot, st.vel, st.omega, sc.vel1,
                             sc.omega1, sc.iinv, nr)
         if n_c > 0:
-            contact_solve(cm, cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, sc.jl0,
-                          sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
+            contact_solve(cm, cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.row_first,
+                          sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
             contact_kick(cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
             solve_rows(m, st, sc, dg, w, h, tol, 0)
     if assemble == 0:
