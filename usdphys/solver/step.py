@@ -581,6 +581,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
     # drives: implicit spring-damper rows; hard rows active; limits start inactive
     hp = sc.els.hnow[w]  # the previous step's h (begin_elements below sets this step's)
     wscale = wp.float64(1.0)  # exactly 1 for a constant step: a held pose stays held bit for bit
+    warm = int(0)  # 1: some impulse starts from a non-zero guess
     if hp != h and hp > wp.float64(0.0):
         wscale = h / hp
     for i in range(nr):
@@ -605,6 +606,8 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
                     sc.lam[w, i] = wp.float64(3.0) * (sc.lwarm[w, i] - sc.lwarm2[w, i]) + sc.lwarm3[w, i]
                 else:
                     sc.lam[w, i] = sc.lwarm[w, i]
+                if sc.lam[w, i] != wp.float64(0.0):
+                    warm = 1
         elif mode == MODE_SOFT and assemble == 0:
             k = m.row_k[i]
             c = m.row_c[i]
@@ -627,7 +630,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         begin_elements(m, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
     else:  # nothing to set up: the assembly already set every row's value (rval)
         sc.els.hnow[w] = h
-    if assemble == 0:
+    if warm != 0:
         # warm-started: always take one Newton update (its linear solve lands far inside the
         # tolerance), so a pose held exactly from a cold start stays held exactly
         sc.els.min_newton[w] = 1
