@@ -7,6 +7,7 @@ import pytest
 import warp as wp
 
 import usdphys  # noqa: F401
+from usdphys.model import quat_mul
 from usdphys import forcelaws as fl
 from usdphys.errors import UsdphysError
 
@@ -87,7 +88,7 @@ def quat_axis_angle(axis, deg):
 
 
 def qmul(a, b):
-    return fl._quat_mul_xyzw(a, b)
+    return quat_mul(a, b)
 
 
 # -- TSDA laws -----------------------------------------------------------------------------

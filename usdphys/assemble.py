@@ -31,6 +31,8 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
+from usdphys.model import matrix_to_quat as _matrix_to_quat_xyzw
+from usdphys.model import quat_to_matrix as _quat_to_matrix_xyzw
 
 MATE_API = "MbdMateAPI"
 CONNECTOR_TYPE = "MbdMateConnector"
@@ -145,37 +147,18 @@ def _frame(rot: np.ndarray, pos) -> np.ndarray:
 
 
 def quat_to_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
+    """Rotation matrix of a scalar-first (USD Gf order) quaternion, normalised first."""
     n = math.sqrt(w * w + x * x + y * y + z * z)
     if n == 0.0 or not math.isfinite(n):
         raise ValueError("zero or non-finite quaternion")
-    w, x, y, z = w / n, x / n, y / n, z / n
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+    return _quat_to_matrix_xyzw(np.array([x, y, z, w]) / n)
 
 
 def matrix_to_quat(r: np.ndarray) -> tuple[float, float, float, float]:
-    """(w, x, y, z) of a rotation matrix (Shepperd), w >= 0."""
-    t = np.trace(r)
-    if t > 0:
-        s = 2.0 * math.sqrt(1.0 + t)
-        q = (0.25 * s, (r[2, 1] - r[1, 2]) / s, (r[0, 2] - r[2, 0]) / s, (r[1, 0] - r[0, 1]) / s)
-    elif r[0, 0] > r[1, 1] and r[0, 0] > r[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + r[0, 0] - r[1, 1] - r[2, 2])
-        q = ((r[2, 1] - r[1, 2]) / s, 0.25 * s, (r[0, 1] + r[1, 0]) / s, (r[0, 2] + r[2, 0]) / s)
-    elif r[1, 1] > r[2, 2]:
-        s = 2.0 * math.sqrt(1.0 + r[1, 1] - r[0, 0] - r[2, 2])
-        q = ((r[0, 2] - r[2, 0]) / s, (r[0, 1] + r[1, 0]) / s, 0.25 * s, (r[1, 2] + r[2, 1]) / s)
-    else:
-        s = 2.0 * math.sqrt(1.0 + r[2, 2] - r[0, 0] - r[1, 1])
-        q = ((r[1, 0] - r[0, 1]) / s, (r[0, 2] + r[2, 0]) / s, (r[1, 2] + r[2, 1]) / s, 0.25 * s)
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    if q[0] < 0:
-        q = -q
-    return tuple(float(v) for v in q)
+    """(w, x, y, z) of a rotation matrix (USD Gf order), w >= 0."""
+    x, y, z, w = _matrix_to_quat_xyzw(r)
+    sign = -1.0 if w < 0 else 1.0
+    return sign * float(w), sign * float(x), sign * float(y), sign * float(z)
 
 
 def _rotation_part(m: np.ndarray) -> np.ndarray:

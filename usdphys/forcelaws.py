@@ -47,6 +47,7 @@ import numpy as np
 import warp as wp
 
 from usdphys.errors import UsdphysError
+from usdphys.model import quat_mul, quat_to_matrix
 from usdphys.timefunc import piecewise_linear
 
 # Below this attachment distance (metres) the line of action is undefined: the direction is
@@ -220,32 +221,12 @@ def axial_np(a, p0, p1, v0, v1, k, d, offset=0.0, velocity_offset=0.0, force=0.0
     return f, f * a, -f * a
 
 
-def _quat_xyzw_to_matrix(q) -> np.ndarray:
-    x, y, z, w = (float(v) for v in q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
-def _quat_mul_xyzw(a, b) -> np.ndarray:
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
-
-
 def twist_angle_np(q0, q1, theta_prev: float = 0.0) -> float:
     """Angle (rad) of frame 1 relative to frame 0 about z0, unwrapped next to theta_prev.
     Quaternions (x, y, z, w), frame orientations in the world."""
     q0 = np.asarray(q0, dtype=np.float64)
     inv = np.array([-q0[0], -q0[1], -q0[2], q0[3]]) / float(np.dot(q0, q0))
-    qr = _quat_mul_xyzw(inv, np.asarray(q1, dtype=np.float64))
+    qr = quat_mul(inv, np.asarray(q1, dtype=np.float64))
     raw = 2.0 * math.atan2(qr[2], qr[3])
     d = raw - theta_prev
     d -= 2.0 * math.pi * math.floor((d + math.pi) / (2.0 * math.pi))
@@ -253,12 +234,12 @@ def twist_angle_np(q0, q1, theta_prev: float = 0.0) -> float:
 
 
 def twist_rate_np(q0, w0, w1) -> float:
-    z0 = _quat_xyzw_to_matrix(q0)[:, 2]
+    z0 = quat_to_matrix(q0)[:, 2]
     return float(np.dot(np.asarray(w1, dtype=np.float64) - np.asarray(w0, dtype=np.float64), z0))
 
 
 def axis_torques_np(q0, T: float) -> tuple[np.ndarray, np.ndarray]:
-    z0 = _quat_xyzw_to_matrix(q0)[:, 2]
+    z0 = quat_to_matrix(q0)[:, 2]
     return -T * z0, T * z0
 
 
