@@ -171,6 +171,15 @@ def body_rot(rot: wp.array2d(dtype=wp.quatd), w: int, b: int) -> wp.quatd:
 
 
 @wp.func
+def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2d(dtype=wp.quatd), w: int):
+    """Row i of world w at the given body poses: value g and Jacobians (jl0, ja0, jl1, ja1)."""
+    b0 = m.row_b0[i]
+    b1 = m.row_b1[i]
+    return eval_row(m.row_kind[i], m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
+                    body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1))
+
+
+@wp.func
 def row_sign(mode: int) -> wp.float64:
     if mode == MODE_UPPER:
         return wp.float64(-1.0)
@@ -239,9 +248,7 @@ def residuals(m: ModelData, sc: Scratch, w: int, only_hard: int) -> wp.float64:
         b0 = m.row_b0[i]
         b1 = m.row_b1[i]
         kind = m.row_kind[i]
-        g, jl0, ja0, jl1, ja1 = eval_row(kind, m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
-                                         body_pos(sc.pos1, w, b0), body_rot(sc.rot1, w, b0),
-                                         body_pos(sc.pos1, w, b1), body_rot(sc.rot1, w, b1))
+        g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
         r = wp.float64(0.0)
         err = wp.float64(-1.0)
         if mode == MODE_LAW:
@@ -268,9 +275,7 @@ def inequality_residual(m: ModelData, sc: Scratch, w: int, i: int) -> wp.float64
     b0 = m.row_b0[i]
     b1 = m.row_b1[i]
     kind = m.row_kind[i]
-    g, jl0, ja0, jl1, ja1 = eval_row(kind, m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
-                                     body_pos(sc.pos1, w, b0), body_rot(sc.rot1, w, b0),
-                                     body_pos(sc.pos1, w, b1), body_rot(sc.rot1, w, b1))
+    g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
     dg = g - sc.els.rval[w, i]
     if kind == ROW_TWIST:
         dg = wrap_angle(dg)
@@ -409,9 +414,7 @@ def end_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64):
             b0 = m.row_b0[i]
             b1 = m.row_b1[i]
             kind = m.row_kind[i]
-            g, jl0, ja0, jl1, ja1 = eval_row(kind, m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i],
-                                             m.row_q1[i], body_pos(sc.pos1, w, b0), body_rot(sc.rot1, w, b0),
-                                             body_pos(sc.pos1, w, b1), body_rot(sc.rot1, w, b1))
+            g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
             d = element_delta(sc, w, i, kind, g)
             if el.law[i] != W_LAW_ARMATURE:
                 f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i],
@@ -548,9 +551,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
     for i in range(nr):
         b0 = m.row_b0[i]
         b1 = m.row_b1[i]
-        g, jl0, ja0, jl1, ja1 = eval_row(m.row_kind[i], m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i],
-                                         m.row_q1[i], body_pos(st.pos, w, b0), body_rot(st.rot, w, b0),
-                                         body_pos(st.pos, w, b1), body_rot(st.rot, w, b1))
+        g, jl0, ja0, jl1, ja1 = row_at(m, i, st.pos, st.rot, w)
         s = row_sign(m.row_mode[i])
         sc.g0[w, i] = g
         sc.jl0[w, i] = s * jl0
@@ -781,9 +782,7 @@ def start_elements(m: ModelData, st: StateData, sc: Scratch, h: wp.float64, t0: 
         b0 = m.row_b0[i]
         b1 = m.row_b1[i]
         kind = m.row_kind[i]
-        g, jl0, ja0, jl1, ja1 = eval_row(kind, m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
-                                         body_pos(st.pos, w, b0), body_rot(st.rot, w, b0),
-                                         body_pos(st.pos, w, b1), body_rot(st.rot, w, b1))
+        g, jl0, ja0, jl1, ja1 = row_at(m, i, st.pos, st.rot, w)
         gd = wp.float64(0.0)
         if b0 >= 0:
             gd = gd + wp.dot(jl0, sc.vel1[w, b0]) + wp.dot(ja0, st.omega[w, b0])
