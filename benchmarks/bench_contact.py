@@ -23,6 +23,7 @@ import sys
 import time
 
 import numpy as np
+from _timing import time_solver
 
 DT = 1e-3
 R = 0.05
@@ -60,7 +61,6 @@ def quality(pos: np.ndarray, vel: np.ndarray, half: float):
 def bench_usdphys(n, worlds, steps, device):
     from usdphys.collision.shapes import SHAPE_PLANE, SHAPE_SPHERE, table_from_specs
     from usdphys.model import Model
-    from usdphys.solver import Solver
 
     pts, half = scene(n)
     m = Model()
@@ -75,14 +75,9 @@ def bench_usdphys(n, worlds, steps, device):
         specs.append({"type": SHAPE_SPHERE, "body": b, "dims": (R, 0, 0), **mat})
     m.shapes = table_from_specs(specs)
     m = m.replicate(worlds)
-    Solver(m, device).run(1, 10, DT)  # warm-up: compile / load kernels
-    solver = Solver(m, device)
-    frames = 10
-    t0 = time.perf_counter()
-    run = solver.run(frames, steps // frames, DT)
-    el = time.perf_counter() - t0
+    rate, run, solver = time_solver(m, steps, DT, device)
     _, _, vel, _ = solver.state()
-    return worlds * steps / el, quality(run.pos[-1], vel, half)
+    return rate, quality(run.pos[-1], vel, half)
 
 
 def newton_worker(n, worlds, steps, device, solver_name):

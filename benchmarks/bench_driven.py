@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _timing import time_solver
 
 ROOT = Path(__file__).resolve().parents[1]
 CHRONO = ROOT.parent / "shared" / "chrono-yaml" / "data" / "yaml" / "mbs" / "mbs.yaml"
@@ -119,17 +120,11 @@ def usdphys_stage():
 
 def bench_usdphys(stage, worlds, steps, device):
     from usdphys.reader import read_stage
-    from usdphys.solver import Solver
 
     model, _ = read_stage(stage)
     model = model.replicate(worlds)
-    Solver(model, device).run(1, 10, DT)  # warm-up: compile / load kernels
-    solver = Solver(model, device)
-    frames = 10
-    t0 = time.perf_counter()
-    run = solver.run(frames, steps // frames, DT)
-    el = time.perf_counter() - t0
-    return worlds * (steps // frames) * frames / el, run, model
+    rate, run, _ = time_solver(model, steps, DT, device)
+    return rate, run, model
 
 
 def bench_usdphys_slider_crank(worlds, steps, device):

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _timing import time_solver
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "assets" / "usd"
@@ -45,18 +46,12 @@ def _gap(model, pos, rot):
 
 def bench_usdphys(name, worlds, steps, device):
     from usdphys.reader import read_stage
-    from usdphys.solver import Solver
 
     model, _ = read_stage(str(ASSETS / f"{name}.usda"))
     model = model.replicate(worlds)
-    Solver(model, device).run(1, 10, DT)  # warm-up: compile / load kernels
-    solver = Solver(model, device)
-    frames = 10
-    t0 = time.perf_counter()
-    run = solver.run(frames, steps // frames, DT)
-    el = time.perf_counter() - t0
+    rate, run, _ = time_solver(model, steps, DT, device)
     pos, rot = model.prim_from_com(run.pos[-1], run.rot[-1])
-    return worlds * steps / el, _gap(model, pos, rot)
+    return rate, _gap(model, pos, rot)
 
 
 # Newton runs in a worker process: importing newton loads the newton-usd-schemas plugin,
