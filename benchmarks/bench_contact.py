@@ -59,8 +59,8 @@ def quality(pos: np.ndarray, vel: np.ndarray, half: float):
 
 
 def bench_usdphys(n, worlds, steps, device):
-    from usdphys.collision.shapes import SHAPE_PLANE, SHAPE_SPHERE, table_from_specs
-    from usdphys.model import Model
+    from usdphys.types.shapes import SHAPE_PLANE, SHAPE_SPHERE, table_from_specs
+    from usdphys.types.model import Model
 
     pts, half = scene(n)
     m = Model()

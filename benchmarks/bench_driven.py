@@ -110,7 +110,7 @@ def errors(body_pos, body_rot, t):
 
 
 def usdphys_stage():
-    import usdphys  # noqa: F401
+    import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
     from pxr import Usd
 
     st = Usd.Stage.CreateInMemory()
@@ -119,7 +119,7 @@ def usdphys_stage():
 
 
 def bench_usdphys(stage, worlds, steps, device):
-    from usdphys.reader import read_stage
+    from usdphys.usd.reader import read_stage
 
     model, _ = read_stage(stage)
     model = model.replicate(worlds)

@@ -45,7 +45,7 @@ def _gap(model, pos, rot):
 
 
 def bench_usdphys(name, worlds, steps, device):
-    from usdphys.reader import read_stage
+    from usdphys.usd.reader import read_stage
 
     model, _ = read_stage(str(ASSETS / f"{name}.usda"))
     model = model.replicate(worlds)
@@ -61,7 +61,7 @@ _FIELDS = ("body_pos", "body_rot", "body_mass", "body_inertia", "joint_body0", "
 
 
 def _export(name, path):
-    from usdphys.reader import read_stage
+    from usdphys.usd.reader import read_stage
 
     src, _ = read_stage(str(ASSETS / f"{name}.usda"))
     np.savez(path, **{f: getattr(src, f) for f in _FIELDS})

@@ -1,4 +1,4 @@
-"""SNAP assembly (usdphys.assemble): the spec's snap_parent scenarios, dependency order,
+"""SNAP assembly (usdphys.usd.assemble): the spec's snap_parent scenarios, dependency order,
 redundancy, under-constraint, joint frames from connectors and bad connectors.
 
 Expected values are computed here independently of the assembler, from the spec's
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import usdphys  # noqa: F401  (registers the schemas)
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from usdphys.assemble import assemble, connector_frame, needs_assembly, plan
+from usdphys.usd.assemble import assemble, connector_frame, needs_assembly, plan
 from usdphys.errors import UsdphysError
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "snap"

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import usdphys  # noqa: F401
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Sdf, Usd, UsdGeom
 
-from usdphys.assemble import connector_frame
+from usdphys.usd.assemble import connector_frame
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "snap"
 TOL = 1e-9  # double-precision transforms written as translate + orient (quatd) and read back

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import usdphys  # noqa: F401
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Usd
 
-from usdphys.check import check_stage
+from usdphys.usd.check import check_stage
 
 REPO = Path(__file__).resolve().parent.parent
 MISTAKES = REPO / "assets" / "schema" / "hand_authored_mistakes.usda"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-import usdphys  # noqa: F401
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.converters.chrono import convert

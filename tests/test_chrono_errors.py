@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-import usdphys  # noqa: F401
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from usdphys.cli import main
 from usdphys.converters.chrono import convert
 from usdphys.errors import UsdphysError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import usdphys  # noqa: F401  (schemas registered before any stage exists)
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Usd, UsdPhysics
 
 from usdphys.converters.chrono import convert, convert_file
@@ -47,7 +47,7 @@ def test_the_shared_tree_is_what_we_expect():
 @needs_shared
 @pytest.mark.parametrize("path", FILES, ids=_rel)
 def test_every_shared_file(path, tmp_path):
-    from usdphys.check import check_stage
+    from usdphys.usd.check import check_stage
 
     out = tmp_path / "out.usda"
     if _expected(path) == "refused":

@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_forces_sim_helpers import angle_about
-from usdphys.timefunc import TimeFunction, evaluate
+from sim_helpers import angle_about
+from usdphys.types.timefunc import TimeFunction
+from reference.timefunc import evaluate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "chrono-yaml" / "data"
 MODELS = sorted(

@@ -12,18 +12,11 @@ import numpy as np
 import pytest
 import warp as wp
 
-import usdphys  # noqa: F401  (registers the schemas)
-from usdphys.collision import (
-    SHAPE_BOX,
-    SHAPE_CAPSULE,
-    SHAPE_CONVEX,
-    SHAPE_CYLINDER,
-    SHAPE_PLANE,
-    SHAPE_SPHERE,
-    candidate_pairs,
-)
-from usdphys.collision.narrowphase import CollisionPipeline
-from usdphys.collision.shapes import table_from_specs
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
+from usdphys.types.shapes import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE
+from usdphys.solver.broadphase import candidate_pairs
+from usdphys.solver.narrowphase import CollisionPipeline
+from usdphys.types.shapes import table_from_specs
 
 TOL = 1e-10
 

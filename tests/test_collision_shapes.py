@@ -7,20 +7,13 @@ import pytest
 import warp as wp
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
-import usdphys  # noqa: F401  (registers the Mbd* schemas)
-from usdphys.collision import (
-    SHAPE_BOX,
-    SHAPE_CAPSULE,
-    SHAPE_CONVEX,
-    SHAPE_CYLINDER,
-    SHAPE_PLANE,
-    SHAPE_SPHERE,
-    candidate_pairs,
-    read_shapes,
-    rigid_frame,
-)
-from usdphys.collision.narrowphase import CollisionPipeline
-from usdphys.collision.shapes import quat_from_matrix
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
+from usdphys.types.shapes import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE
+from usdphys.solver.broadphase import candidate_pairs
+from usdphys.usd.reader.shapes import read_shapes
+from usdphys.math3d import rigid_frame
+from usdphys.solver.narrowphase import CollisionPipeline
+from usdphys.math3d import quat_from_matrix
 from usdphys.errors import UsdphysError
 
 # Poses go through float USD attributes (xformOp values are authored as double here, but

@@ -1,6 +1,6 @@
 """Contact in the solver (issue #7) against analytic answers, CPU.
 
-Scenes are built in code (usdphys.collision.shapes.table_from_specs, SI units, xyzw
+Scenes are built in code (usdphys.types.shapes.table_from_specs, SI units, xyzw
 quaternions) or as small USD stages for the reader paths. Tolerances are justified where
 they are set; docs/solver.md ("Contact") has the method.
 """
@@ -14,20 +14,13 @@ import numpy as np
 import pytest
 from pxr import Gf, Usd, UsdGeom, UsdPhysics, UsdShade
 
-import usdphys  # noqa: F401  (registers the Mbd* schemas)
-from usdphys.collision.narrowphase import CollisionPipeline
-from usdphys.collision.shapes import (
-    SHAPE_BOX,
-    SHAPE_CAPSULE,
-    SHAPE_CONVEX,
-    SHAPE_CYLINDER,
-    SHAPE_PLANE,
-    SHAPE_SPHERE,
-    table_from_specs,
-)
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
+from usdphys.solver.narrowphase import CollisionPipeline
+from usdphys.types.shapes import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE, table_from_specs
 from usdphys.errors import UsdphysError
-from usdphys.model import Model, quat_rotate
-from usdphys.reader import read_stage
+from usdphys.types.model import Model
+from usdphys.math3d import quat_rotate
+from usdphys.usd.reader import read_stage
 from usdphys.simulate import simulate
 from usdphys.solver import Solver
 from usdphys.solver.contact import ContactOptions, _com_table, contact_pairs

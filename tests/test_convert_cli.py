@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import usdphys  # noqa: F401
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Usd, UsdGeom, UsdPhysics
 
-from usdphys.check import check_stage
+from usdphys.usd.check import check_stage
 from usdphys.cli import main
 from usdphys.converters.chrono import convert
 

@@ -4,13 +4,15 @@ import math
 import numpy as np
 import pytest
 
-import usdphys  # noqa: F401  (registers the schema plugin)
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Usd
 
-from usdphys import forcelaws as fl
-from usdphys import timefunc as tf
-from usdphys.elements import (MODE_FORCE, MODE_POSITION, MODE_VELOCITY, RESOLVE_BODY1, RESOLVE_WORLD,
-                              read_elements)
+import reference.laws as np_ref
+from usdphys.types import laws as law_types
+from usdphys.solver import timefunc as tf
+from usdphys.types import timefunc as tf_types
+from usdphys.types.elements import MODE_FORCE, MODE_POSITION, MODE_VELOCITY, RESOLVE_BODY1, RESOLVE_WORLD
+from usdphys.usd.reader.elements import read_elements
 from usdphys.errors import UsdphysError
 
 # Conversions multiply by factors like 0.01 or 180/pi: a few ulps, far below 1e-12 relative.
@@ -94,7 +96,7 @@ def test_spring_damper_si():
     assert sd.body0.tolist() == [0, -1] and sd.body1.tolist() == [1, 1]
     np.testing.assert_array_equal(sd.local_pos0[0], [1, 2, 3])
     np.testing.assert_array_equal(sd.laws.law_f[0], [50, 5, 100, 2])
-    assert sd.laws.law_i[0, fl.LI_SPRING_N] == 0 and sd.laws.law_i[0, fl.LI_DAMP_N] == 2
+    assert sd.laws.law_i[0, law_types.LI_SPRING_N] == 0 and sd.laws.law_i[0, law_types.LI_DAMP_N] == 2
     assert sd.min_length[0] == 20 and sd.max_length[0] == 300
     assert np.isnan(sd.min_length[1]) and np.isnan(sd.max_length[1])  # unauthored: no stop
     assert sd.spring_mass.tolist() == [1000, 0] and sd.spring_mass_fraction.tolist() == [0.25, 0.5]
@@ -107,11 +109,11 @@ def test_spring_damper_unit_conversion_cm_g():
     np.testing.assert_allclose(sd.laws.law_f[0], [0.05, 0.005, 1.0, 2e-5], rtol=RTOL)
     assert sd.min_length[0] == pytest.approx(0.2, rel=RTOL) and sd.max_length[0] == pytest.approx(3.0, rel=RTOL)
     assert sd.spring_mass[0] == pytest.approx(1.0, rel=RTOL)
-    off = sd.laws.law_i[0, fl.LI_DAMP_OFF]
+    off = sd.laws.law_i[0, law_types.LI_DAMP_OFF]
     # damping curve (cm/s, dyn) -> (m/s, N): (-10, -7) -> (-0.1, -7e-5)
     np.testing.assert_allclose(sd.laws.data[off:off + 4], [-0.1, -7e-5, 0.1, 7e-5], rtol=RTOL)
     # the law itself: L = 1.5 m (150 cm), Ldot = 0.05 m/s: f = 2e-5 - 0.05 * 0.5 - C(0.05)
-    f = fl.law_np(fl.ScalarLaw(k=0.05, x0=1.0, preload=2e-5, damping_curve=[(-0.1, -7e-5), (0.1, 7e-5)]), 1.5, 0.05)[0]
+    f = np_ref.law_np(law_types.ScalarLaw(k=0.05, x0=1.0, preload=2e-5, damping_curve=[(-0.1, -7e-5), (0.1, 7e-5)]), 1.5, 0.05)[0]
     assert f == pytest.approx(2e-5 - 0.025 - 3.5e-5, rel=RTOL)
 
 
@@ -124,8 +126,8 @@ def test_spring_damper_map_read_row_major():
         double[] mbd:forceMapValues = [0, 10, 30, 5, 15, 35]
     }''')).spring_dampers
     li = sd.laws.law_i[0]
-    assert (li[fl.LI_MAP_NX], li[fl.LI_MAP_NY]) == (3, 2)
-    np.testing.assert_array_equal(sd.laws.data[li[fl.LI_MAP_OFF]:li[fl.LI_MAP_OFF] + 11], [0, 1, 2, -1, 1, 0, 10, 30, 5, 15, 35])
+    assert (li[law_types.LI_MAP_NX], li[law_types.LI_MAP_NY]) == (3, 2)
+    np.testing.assert_array_equal(sd.laws.data[li[law_types.LI_MAP_OFF]:li[law_types.LI_MAP_OFF] + 11], [0, 1, 2, -1, 1, 0, 10, 30, 5, 15, 35])
 
 
 def test_static_body_points_and_frames_go_to_world():
@@ -200,11 +202,11 @@ def test_rotational_spring_damper_degrees_to_radians():
     np.testing.assert_allclose(rs.local_rot0[0], [0.7071067811865476, 0, 0, 0.7071067811865476], rtol=RTOL)  # xyzw
     np.testing.assert_array_equal(rs.local_rot1[0], [0, 0, 0, 1])
     np.testing.assert_allclose(rs.laws.law_f[0], [0.5 * R2D, 0.1 * R2D, math.pi / 2, 1.0], rtol=RTOL)
-    off = rs.laws.law_i[0, fl.LI_SPRING_OFF]
+    off = rs.laws.law_i[0, law_types.LI_SPRING_OFF]
     np.testing.assert_allclose(rs.laws.data[off:off + 4], [-math.pi, 10, math.pi, -10], rtol=RTOL)
     # 5 degrees past rest with the curve: K(5 deg) = -10 * 5/180, no damping curve -> c term
-    law = fl.ScalarLaw(*rs.laws.law_f[0], spring_curve=[(-math.pi, 10), (math.pi, -10)])
-    f = fl.law_np(law, math.radians(95.0), math.radians(2.0))[0]
+    law = law_types.ScalarLaw(*rs.laws.law_f[0], spring_curve=[(-math.pi, 10), (math.pi, -10)])
+    f = np_ref.law_np(law, math.radians(95.0), math.radians(2.0))[0]
     assert f == pytest.approx(1 + 10 * 5 / 180 - 0.1 * 2, rel=RTOL)
 
 

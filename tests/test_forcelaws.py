@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import warp as wp
 
-import usdphys  # noqa: F401
-from usdphys.model import quat_mul
-from usdphys import forcelaws as fl
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
+from usdphys.math3d import quat_mul
+from usdphys.solver import laws as fl
+from usdphys.types import laws as law_types
+import reference.laws as np_ref
 from usdphys.errors import UsdphysError
 
 # Hand-computed values are exact in binary or a few roundings away; 1e-12 absolute on
@@ -62,8 +64,8 @@ def geometry_kernel(p0: wp.array(dtype=wp.vec3d), p1: wp.array(dtype=wp.vec3d), 
 
 
 def run_laws(laws, xs, xdots, rows):
-    packed = fl.pack_laws(laws)
-    li, lf, data = packed.to_warp("cpu")
+    packed = law_types.pack_laws(laws)
+    li, lf, data = fl.laws_to_warp(packed, "cpu")
     out = wp.zeros((len(xs), 3), dtype=wp.float64)
     wp.launch(law_kernel, len(xs), [wp.array(np.asarray(xs, float), dtype=wp.float64), wp.array(np.asarray(xdots, float), dtype=wp.float64),
                                     wp.array(np.asarray(rows, np.int32), dtype=wp.int32), li, lf, data, out])
@@ -92,15 +94,15 @@ def qmul(a, b):
 
 
 # -- TSDA laws -----------------------------------------------------------------------------
-LINEAR = fl.ScalarLaw(k=50.0, c=5.0, x0=1.0, preload=10.0)
-CURVES = fl.ScalarLaw(k=999.0, c=999.0, x0=1.0, preload=2.0,  # curves replace k and c
+LINEAR = law_types.ScalarLaw(k=50.0, c=5.0, x0=1.0, preload=10.0)
+CURVES = law_types.ScalarLaw(k=999.0, c=999.0, x0=1.0, preload=2.0,  # curves replace k and c
                       spring_curve=[(-1.0, -100.0), (0.0, 0.0), (1.0, 50.0), (2.0, 150.0)],
                       damping_curve=[(-1.0, -10.0), (1.0, 10.0)])
-SPRING_CURVE_ONLY = fl.ScalarLaw(k=999.0, c=4.0, x0=0.0, spring_curve=[(0.0, 0.0), (1.0, 20.0)])
-MAP = fl.ScalarLaw(k=999.0, c=999.0, x0=7.0, preload=1.0,  # map replaces both; x0 unused
+SPRING_CURVE_ONLY = law_types.ScalarLaw(k=999.0, c=4.0, x0=0.0, spring_curve=[(0.0, 0.0), (1.0, 20.0)])
+MAP = law_types.ScalarLaw(k=999.0, c=999.0, x0=7.0, preload=1.0,  # map replaces both; x0 unused
                    map_deformation=[0.0, 1.0, 2.0], map_velocity=[-1.0, 1.0],
                    map_values=[0.0, 10.0, 30.0, 5.0, 15.0, 35.0])
-MAP_1D = fl.ScalarLaw(map_deformation=[0.0, 2.0], map_velocity=[0.0], map_values=[0.0, 4.0])
+MAP_1D = law_types.ScalarLaw(map_deformation=[0.0, 2.0], map_velocity=[0.0], map_values=[0.0, 4.0])
 LAWS = [LINEAR, CURVES, SPRING_CURVE_ONLY, MAP, MAP_1D]
 
 # (row, x, xdot, f, df/dx, df/dxdot), all by hand
@@ -124,7 +126,7 @@ def test_laws_hand_values_warp_and_numpy():
     out = run_laws(LAWS, [h[1] for h in HAND], [h[2] for h in HAND], [h[0] for h in HAND])
     for (row, x, xd, f, dfx, dfv), got in zip(HAND, out):
         np.testing.assert_allclose(got, [f, dfx, dfv], rtol=0, atol=TOL, err_msg=f"row {row} x={x} xdot={xd}")
-        np.testing.assert_allclose(fl.law_np(LAWS[row], x, xd), [f, dfx, dfv], rtol=0, atol=TOL)
+        np.testing.assert_allclose(np_ref.law_np(LAWS[row], x, xd), [f, dfx, dfv], rtol=0, atol=TOL)
 
 
 def test_laws_warp_matches_numpy_everywhere():
@@ -134,12 +136,12 @@ def test_laws_warp_matches_numpy_everywhere():
     xs = rng.uniform(-4, 6, m)
     xds = rng.uniform(-4, 4, m)
     out = run_laws(LAWS, xs, xds, rows)
-    ref = np.array([fl.law_np(LAWS[r], x, v) for r, x, v in zip(rows, xs, xds)])
+    ref = np.array([np_ref.law_np(LAWS[r], x, v) for r, x, v in zip(rows, xs, xds)])
     np.testing.assert_allclose(out, ref, rtol=0, atol=TOL)
 
 
 def test_packed_law_layout():
-    p = fl.pack_laws([CURVES, MAP])
+    p = law_types.pack_laws([CURVES, MAP])
     assert p.law_i.shape == (2, 7) and p.law_i.dtype == np.int32
     assert p.law_i[0].tolist() == [0, 4, 8, 2, 12, 0, 0]
     assert p.law_i[1].tolist() == [12, 0, 12, 0, 12, 3, 2]
@@ -148,13 +150,13 @@ def test_packed_law_layout():
 
 
 @pytest.mark.parametrize("law, words", [
-    (fl.ScalarLaw(spring_curve=[(0, 0), (0, 1)]), "strictly ascending"),
-    (fl.ScalarLaw(map_deformation=[0, 1], map_velocity=[0], map_values=[1.0]), "expected len"),
-    (fl.ScalarLaw(k=float("inf")), "not finite"),
+    (law_types.ScalarLaw(spring_curve=[(0, 0), (0, 1)]), "strictly ascending"),
+    (law_types.ScalarLaw(map_deformation=[0, 1], map_velocity=[0], map_values=[1.0]), "expected len"),
+    (law_types.ScalarLaw(k=float("inf")), "not finite"),
 ])
 def test_bad_laws_raise(law, words):
     with pytest.raises(UsdphysError, match=words):
-        fl.pack_laws([law])
+        law_types.pack_laws([law])
 
 
 # -- geometry, axial, RSDA, friction, spring mass --------------------------------------------
@@ -175,7 +177,7 @@ def test_tsda_direction_and_signs():
     # f = -16 (extended spring pulls): body0 is pulled towards p1 (+x), body1 towards p0
     np.testing.assert_allclose(v[0, 1], [16, 0, 0], atol=TOL)
     np.testing.assert_allclose(v[0, 2], [-16, 0, 0], atol=TOL)
-    L2, Ld2, n2 = fl.line_kinematics_np([0, 0, 0], [1.5, 0, 0], [0, 0, 0], [0.2, 0, 0])
+    L2, Ld2, n2 = np_ref.line_kinematics_np([0, 0, 0], [1.5, 0, 0], [0, 0, 0], [0.2, 0, 0])
     assert (L2, Ld2) == (1.5, 0.2) and n2.tolist() == [-1, 0, 0]
 
 
@@ -185,7 +187,7 @@ def test_tsda_zero_length_gives_no_nan_and_no_force():
     assert np.all(np.isfinite(s)) and np.all(np.isfinite(v))
     assert s[0, 0] == 0.0 and s[0, 1] == 0.0
     assert v[0, 0].tolist() == [0, 0, 0] and v[0, 1].tolist() == [0, 0, 0] and v[0, 2].tolist() == [0, 0, 0]
-    L, Ld, n = fl.line_kinematics_np([1, 2, 3], [1, 2, 3], [0, 0, 1], [0, 0, -1])
+    L, Ld, n = np_ref.line_kinematics_np([1, 2, 3], [1, 2, 3], [0, 0, 1], [0, 0, -1])
     assert L == 0.0 and Ld == 0.0 and n.tolist() == [0, 0, 0]
 
 
@@ -200,7 +202,7 @@ def test_axial_exudyn_mini_example_sign():
     np.testing.assert_allclose(v[0, 4], [1, 0, 0], atol=TOL)
     np.testing.assert_allclose(v[0, 3], [-1, 0, 0], atol=TOL)
     # the mini example itself (NumPy reference): p1 at +1/k, load +1 N balanced
-    f, F0, F1 = fl.axial_np([1, 0, 0], [0, 0, 0], [1 / k, 0, 0], [0, 0, 0], [0, 0, 0], k, 20.0)
+    f, F0, F1 = np_ref.axial_np([1, 0, 0], [0, 0, 0], [1 / k, 0, 0], [0, 0, 0], [0, 0, 0], k, 20.0)
     assert f == pytest.approx(1.0, abs=TOL)
     np.testing.assert_allclose(F1 + np.array([1.0, 0, 0]), 0, atol=TOL)
     np.testing.assert_allclose(F0, [1, 0, 0], atol=TOL)
@@ -209,7 +211,7 @@ def test_axial_exudyn_mini_example_sign():
 def test_axial_offsets_force_and_inactive():
     a = [0, 0, 1]
     # dx = 0.3, dv = -0.5: f = 100 (0.3 - 0.1) + 10 (-0.5 - 0.5) + 7 = 20 - 10 + 7 = 17
-    f, F0, F1 = fl.axial_np(a, [0, 0, 0], [5, 0, 0.3], [0, 0, 0.5], [9, 0, 0], 100.0, 10.0, 0.1, 0.5, 7.0)
+    f, F0, F1 = np_ref.axial_np(a, [0, 0, 0], [5, 0, 0.3], [0, 0, 0.5], [9, 0, 0], 100.0, 10.0, 0.1, 0.5, 7.0)
     assert f == pytest.approx(17.0, abs=TOL)
     np.testing.assert_allclose(F0, [0, 0, 17], atol=TOL)
     np.testing.assert_allclose(F1, [0, 0, -17], atol=TOL)
@@ -222,7 +224,7 @@ def test_axial_offsets_force_and_inactive():
     s, v = run_geometry([[0, 0, 0.3]], [[0, 0, 0]], [[0, 0, 0]], [[0, 0, 0.5]], [Q_ID], [Q_ID],
                         [row(k=100.0, d=10.0, force=7.0, active=0.0)])
     assert s[0, 2] == 0.0 and v[0, 3].tolist() == [0, 0, 0] and v[0, 4].tolist() == [0, 0, 0]
-    assert fl.axial_np(a, [0, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0], 1.0, 0.0, force=3.0, active=False)[0] == 0.0
+    assert np_ref.axial_np(a, [0, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0], 1.0, 0.0, force=3.0, active=False)[0] == 0.0
 
 
 def test_twist_angle_tilted_frames_rate_and_torque_signs():
@@ -234,8 +236,8 @@ def test_twist_angle_tilted_frames_rate_and_torque_signs():
     assert s[0, 4] == pytest.approx(2.0, abs=TOL)
     np.testing.assert_allclose(v[0, 6], [0, -3, 0], atol=TOL)  # body1: +T z0
     np.testing.assert_allclose(v[0, 5], [0, 3, 0], atol=TOL)   # body0: -T z0
-    assert fl.twist_angle_np(q0, q1) == pytest.approx(math.radians(20.0), abs=TOL)
-    assert fl.twist_rate_np(q0, [0, 0, 1], [0, -2, 0]) == pytest.approx(2.0, abs=TOL)
+    assert np_ref.twist_angle_np(q0, q1) == pytest.approx(math.radians(20.0), abs=TOL)
+    assert np_ref.twist_rate_np(q0, [0, 0, 1], [0, -2, 0]) == pytest.approx(2.0, abs=TOL)
 
 
 def test_twist_angle_is_continuous_over_turns():
@@ -247,30 +249,30 @@ def test_twist_angle_is_continuous_over_turns():
     for a, q in zip(angles, q1):
         s, _ = run_geometry([[0, 0, 0]], [[0, 0, 0]], [[0, 0, 0]], [[0, 0, 0]], [q0], [q], [row(prev=prev_w)])
         prev_w = s[0, 3]
-        prev_n = fl.twist_angle_np(q0, q, prev_n)
+        prev_n = np_ref.twist_angle_np(q0, q, prev_n)
         # angles up to 13 rad: a few ulps of atan2 / quaternion products, 1e-12 is ample
         assert prev_w == pytest.approx(math.radians(a), abs=TOL)
         assert prev_n == pytest.approx(math.radians(a), abs=TOL)
     # the negative direction too
-    assert fl.twist_angle_np(q0, qmul(q0, quat_axis_angle([0, 0, 1], -350.0)), math.radians(-300)) == pytest.approx(math.radians(-350.0), abs=TOL)
+    assert np_ref.twist_angle_np(q0, qmul(q0, quat_axis_angle([0, 0, 1], -350.0)), math.radians(-300)) == pytest.approx(math.radians(-350.0), abs=TOL)
 
 
 def test_rsda_law_in_radians_from_degree_units():
     # schema: k = 0.5 N m / deg, theta0 = 5 deg, c = 0.1 N m s / deg, preload 1 N m
     k = 0.5 * 180 / math.pi
     c = 0.1 * 180 / math.pi
-    law = fl.ScalarLaw(k=k, c=c, x0=math.radians(5.0), preload=1.0)
+    law = law_types.ScalarLaw(k=k, c=c, x0=math.radians(5.0), preload=1.0)
     # theta = 15 deg, thetadot = 20 deg/s: T = 1 - 0.5 * 10 - 0.1 * 20 = -6 N m
     out = run_laws([law], [math.radians(15.0)], [math.radians(20.0)], [0])
     assert out[0, 0] == pytest.approx(-6.0, abs=TOL)
-    assert fl.law_np(law, math.radians(15.0), math.radians(20.0))[0] == pytest.approx(-6.0, abs=TOL)
+    assert np_ref.law_np(law, math.radians(15.0), math.radians(20.0))[0] == pytest.approx(-6.0, abs=TOL)
 
 
 def test_joint_friction_effort():
     s, _ = run_geometry([[0, 0, 0]] * 3, [[1, 0, 0]] * 3, [[0, 0, 0]] * 3, [[0, 0, 0]] * 3, [Q_ID] * 3, [Q_ID] * 3,
                         [row(v=2.0, dyn=3.0, visc=0.5), row(v=-2.0, dyn=3.0, visc=0.5), row(v=0.0, dyn=3.0, visc=0.5)])
     np.testing.assert_allclose(s[:, 5], [4.0, -4.0, 0.0], atol=TOL)
-    assert [fl.joint_friction_effort_np(v, 3.0, 0.5) for v in (2.0, -2.0, 0.0)] == [4.0, -4.0, 0.0]
+    assert [np_ref.joint_friction_effort_np(v, 3.0, 0.5) for v in (2.0, -2.0, 0.0)] == [4.0, -4.0, 0.0]
 
 
 def test_spring_mass_split():
@@ -280,5 +282,5 @@ def test_spring_mass_split():
     np.testing.assert_allclose(v[0, 7], [1, 0, 0], atol=TOL)
     np.testing.assert_allclose(v[0, 8], [0, 0, -14.715], atol=TOL)
     np.testing.assert_allclose(v[0, 9], [0, 0, -4.905], atol=TOL)
-    F0, F1 = fl.spring_mass_reactions_np(2.0, 0.25, [0, 0, 1.0], g)  # accelerating up at 1 m/s^2
+    F0, F1 = np_ref.spring_mass_reactions_np(2.0, 0.25, [0, 0, 1.0], g)  # accelerating up at 1 m/s^2
     np.testing.assert_allclose(F0 + F1, [0, 0, -2 * 10.81], atol=TOL)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from test_forces_sim_helpers import DEG, angle_about, body, joint, stage
+from sim_helpers import DEG, angle_about, body, joint, stage
 from test_motors import motor
 from usdphys.simulate import simulate
 

@@ -9,10 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from test_forces_sim_helpers import angle_about, body, joint, stage
+from sim_helpers import angle_about, body, joint, stage
 from usdphys.errors import UsdphysError
 from usdphys.simulate import simulate
-from usdphys.timefunc import TimeFunction, evaluate
+from usdphys.types.timefunc import TimeFunction
+from reference.timefunc import evaluate
 
 
 def motor(name, joint_path, mode, dof="angle", fn=None, target=None):
@@ -188,7 +189,7 @@ def test_motor_errors_and_warnings(caplog):
 def test_worlds_and_repeated_runs_keep_element_state():
     """Three worlds of a motor + spring model equal one world bit for bit, and two run() calls
     of 50 frames equal one of 100 (time functions continue; element state persists)."""
-    from usdphys.reader import read_stage
+    from usdphys.usd.reader import read_stage
     from usdphys.solver import Solver
 
     txt = slider_crank(motor("drive", "crank_pin", "velocity", fn=dict(type="sine", amplitude=720.0, frequency=1.0)),

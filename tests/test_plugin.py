@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from usdphys import plugin_path
-from usdphys.schemagen import GENERATED_FILES, PLUGIN_DIR, generate
+from usdphys.usd.schemagen import GENERATED_FILES, PLUGIN_DIR, generate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,7 +32,7 @@ def test_plugin_dir_is_up_to_date(tmp_path):
     for name in GENERATED_FILES:
         fresh = (tmp_path / name).read_text()
         committed = (PLUGIN_DIR / name).read_text()
-        assert fresh == committed, f"plugin/{name} is stale: run `python -m usdphys.schemagen`"
+        assert fresh == committed, f"plugin/{name} is stale: run `python -m usdphys.usd.schemagen`"
 
 
 def test_plugin_path_command_prints_the_plugin_folder():
@@ -61,22 +61,22 @@ def test_fresh_interpreter_sees_schemas_with_only_the_env_var():
 
 
 def test_import_registers_before_first_stage():
-    res = _python("import usdphys\nfrom pxr import Usd\nprint(Usd.SchemaRegistry().FindConcretePrimDefinition('MbdMotor') is not None)")
+    res = _python("import usdphys.usd\nfrom pxr import Usd\nprint(Usd.SchemaRegistry().FindConcretePrimDefinition('MbdMotor') is not None)")
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "True"
 
 
 def test_registry_built_too_early_says_what_to_do():
-    res = _python("from pxr import Usd\ns = Usd.Stage.CreateInMemory(); s.DefinePrim('/a', 'Xform')\nimport usdphys")
+    res = _python("from pxr import Usd\ns = Usd.Stage.CreateInMemory(); s.DefinePrim('/a', 'Xform')\nimport usdphys.usd")
     assert res.returncode != 0
     assert "SchemaRegistrationError" in res.stderr
-    assert "Import usdphys before using pxr.Usd" in res.stderr
+    assert "Import usdphys.usd before using pxr.Usd" in res.stderr
     assert f"PXR_PLUGINPATH_NAME={plugin_path()}" in res.stderr
 
 
 def test_registry_built_early_is_fine_when_env_var_is_set():
     res = _python(
-        "from pxr import Usd\ns = Usd.Stage.CreateInMemory(); s.DefinePrim('/a', 'Xform')\nimport usdphys\nprint('ok')",
+        "from pxr import Usd\ns = Usd.Stage.CreateInMemory(); s.DefinePrim('/a', 'Xform')\nimport usdphys.usd\nprint('ok')",
         {"PXR_PLUGINPATH_NAME": str(plugin_path())},
     )
     assert res.returncode == 0, res.stderr
@@ -92,7 +92,7 @@ def test_clash_with_newton_usd_schemas_imported_first():
     res = _python(
         "import newton_usd_schemas\n"
         "from pxr import Plug\n"
-        "try:\n    import usdphys\nexcept ImportError as e:\n    print(e)\n"
+        "try:\n    import usdphys.usd\nexcept ImportError as e:\n    print(e)\n"
         "print('half-registered' if Plug.Registry().GetPluginWithName('usdphys') else 'clean')\n"
     )
     assert res.returncode == 0, res.stderr
@@ -105,9 +105,9 @@ def test_clash_with_newton_usd_schemas_imported_first():
 def test_clash_with_newton_usd_schemas_imported_after():
     """USD itself refuses the second NewtonJointAPI; our entry points then refuse to run."""
     res = _python(
-        "import usdphys\n"
+        "import usdphys.usd\n"
         "try:\n    import newton_usd_schemas\nexcept Exception as e:\n    print('refused:', 'NewtonJointAPI' in str(e))\n"
-        "from usdphys.plugin import ensure_registered\n"
+        "from usdphys.usd.plugin import ensure_registered\n"
         "try:\n    ensure_registered()\nexcept ImportError as e:\n    print(e)\n"
     )
     assert "refused: True" in res.stdout

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-import usdphys  # noqa: F401  (schemas registered before any stage)
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
-from usdphys.reader import read_stage
+from usdphys.usd.reader import read_stage
 
 
 def new_stage(up="Z", mpu=1.0, kpu=1.0, gravity=None):

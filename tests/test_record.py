@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import usdphys  # noqa: F401
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
-from usdphys.model import quat_rotate
+from usdphys.math3d import quat_rotate
 from usdphys.simulate import simulate
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "usd"

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-import usdphys  # noqa: F401  (registers the plugin before any stage exists)
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Sdf, Usd, UsdPhysics
 
 REG = Usd.SchemaRegistry()

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import usdphys  # noqa: F401
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.cli import main

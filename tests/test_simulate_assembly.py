@@ -4,10 +4,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import usdphys  # noqa: F401
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Usd, UsdGeom
 
-from usdphys.assemble import assemble
+from usdphys.usd.assemble import assemble
 from usdphys.errors import UsdphysError
 from usdphys.simulate import simulate
 

@@ -13,7 +13,8 @@ import pytest
 from scipy.special import ellipk
 
 from usdphys.errors import UsdphysError
-from usdphys.model import Model, quat_rotate
+from usdphys.types.model import Model
+from usdphys.math3d import quat_rotate
 from usdphys.solver import Solver
 from usdphys.simulate import simulate
 
@@ -143,7 +144,7 @@ def test_torque_free_body_flips_and_conserves_energy_and_momentum():
 
 
 def fourbar_model():
-    from usdphys.reader import read_stage
+    from usdphys.usd.reader import read_stage
     from pathlib import Path
 
     model, _ = read_stage(str(Path(__file__).resolve().parents[1] / "assets" / "usd" / "fourbar.usda"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from usdphys.reader import read_stage
+from usdphys.usd.reader import read_stage
 from usdphys.solver import Solver
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "usd"
@@ -30,7 +30,7 @@ def test_no_reuse_when_a_row_is_not_an_equal_row():
     """A joint-friction row (its active set changes, like limits, drives and law rows): a fresh
     factorisation every step."""
     from test_joint_friction import newton_api, wheel
-    from test_forces_sim_helpers import stage
+    from sim_helpers import stage
 
     model, _ = read_stage(stage(wheel(2.0, 3.0, newton_api(dofs=["angle"], dynamicFrictionEffort=[4.0])),
                                 gravity=9.81))

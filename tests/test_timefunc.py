@@ -4,8 +4,10 @@ import math
 import numpy as np
 import pytest
 
-import usdphys  # noqa: F401  (registers the schema plugin)
-from usdphys import timefunc as tf
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
+import reference.timefunc as tf_ref
+from usdphys.solver import timefunc as tf
+from usdphys.types import timefunc as tf_types
 from usdphys.errors import UsdphysError
 
 # Closed forms are evaluated in float64 with the same operations in a different order;
@@ -69,7 +71,7 @@ TIMES = np.array([-20.0, -5.3, -2.5, -1.0, -0.25, 0.0, 0.3, 1.0, 1.7, 2.0, 2.9, 
 
 @pytest.fixture(scope="module")
 def packed():
-    table = tf.TimeFunctionTable()
+    table = tf_types.TimeFunctionTable()
     idx = {name: table.add(spec) for name, (spec, _) in CASES.items()}
     return table.pack(), idx
 
@@ -82,8 +84,8 @@ def test_warp_matches_closed_form_and_numpy(packed, name):
     want = np.array([closed(t) for t in TIMES])
     np.testing.assert_allclose(u, want[:, 0], rtol=0, atol=TOL)
     np.testing.assert_allclose(du, want[:, 1], rtol=0, atol=TOL)
-    np.testing.assert_allclose(tf.evaluate(spec, TIMES), want[:, 0], rtol=0, atol=TOL)
-    np.testing.assert_allclose(tf.derivative(spec, TIMES), want[:, 1], rtol=0, atol=TOL)
+    np.testing.assert_allclose(tf_ref.evaluate(spec, TIMES), want[:, 0], rtol=0, atol=TOL)
+    np.testing.assert_allclose(tf_ref.derivative(spec, TIMES), want[:, 1], rtol=0, atol=TOL)
 
 
 def test_slider_crank_known_values(packed):
@@ -97,8 +99,8 @@ def test_slider_crank_known_values(packed):
 def test_repeat_uses_c_fmod_sign():
     # width 1, shift -0.5: t = 0.2 -> fmod(-0.3, 1) = -0.3 (Python % would give 0.7)
     spec = dict(type="ramp", slope=1.0, repeat=True, repeatStart=0.0, repeatWidth=1.0, repeatShift=-0.5)
-    assert tf.evaluate(spec, 0.2) == pytest.approx(-0.3, abs=1e-15)
-    u, _ = tf.evaluate_packed_warp(tf.pack([spec]), 0, [0.2])
+    assert tf_ref.evaluate(spec, 0.2) == pytest.approx(-0.3, abs=1e-15)
+    u, _ = tf.evaluate_packed_warp(tf_types.pack([spec]), 0, [0.2])
     assert u[0] == pytest.approx(-0.3, abs=1e-15)
 
 
@@ -117,23 +119,23 @@ def test_derivative_matches_finite_differences(packed, name):
 
 
 def test_scale_multiplies_value_and_derivative():
-    spec = tf.TimeFunction(type="sine", amplitude=1.0, frequency=1.0, scale=math.pi / 180)
-    u, du = tf.evaluate_packed_warp(tf.pack([spec]), 0, [0.125])
+    spec = tf_types.TimeFunction(type="sine", amplitude=1.0, frequency=1.0, scale=math.pi / 180)
+    u, du = tf.evaluate_packed_warp(tf_types.pack([spec]), 0, [0.125])
     assert u[0] == pytest.approx(math.pi / 180 * math.sin(math.pi / 4), abs=1e-15)
     assert du[0] == pytest.approx(math.pi / 180 * 2 * math.pi * math.cos(math.pi / 4), abs=1e-14)
 
 
 def test_packed_layout():
-    p = tf.pack([dict(type="sine", amplitude=3.0, frequency=2.0, phase=90.0, shift=0.5),
+    p = tf_types.pack([dict(type="sine", amplitude=3.0, frequency=2.0, phase=90.0, shift=0.5),
                  dict(type="polynomial", coefficients=[1.0, 2.0]),
                  dict(type="data", data=[(0.0, 1.0), (1.0, 2.0)], repeat=True, repeatWidth=4.0)])
     assert p.kinds.dtype == np.int32 and p.kinds.shape == (3, 4)
     assert p.params.dtype == np.float64 and p.params.shape == (3, 8)
     np.testing.assert_allclose(p.params[0, :4], [3.0, 4 * math.pi, math.pi / 2, 0.5])
-    assert p.kinds[1].tolist() == [tf.KIND_POLYNOMIAL, 0, 2, 0]
-    assert p.kinds[2].tolist() == [tf.KIND_DATA, 2, 2, 1]
+    assert p.kinds[1].tolist() == [tf_types.KIND_POLYNOMIAL, 0, 2, 0]
+    assert p.kinds[2].tolist() == [tf_types.KIND_DATA, 2, 2, 1]
     np.testing.assert_array_equal(p.data, [1.0, 2.0, 0.0, 1.0, 1.0, 2.0])
-    assert p.params[2, tf.COL_WIDTH] == 4.0 and p.params[0, tf.COL_SCALE] == 1.0
+    assert p.params[2, tf_types.COL_WIDTH] == 4.0 and p.params[0, tf_types.COL_SCALE] == 1.0
 
 
 @pytest.mark.parametrize("spec, words", [
@@ -146,6 +148,6 @@ def test_packed_layout():
 ])
 def test_bad_specs_raise(spec, words):
     with pytest.raises(UsdphysError, match=words):
-        tf.pack([tf.TimeFunction.from_dict(spec, label="/World/Motor")])
+        tf_types.pack([tf_types.TimeFunction.from_dict(spec, label="/World/Motor")])
     with pytest.raises(UsdphysError, match="/World/Motor"):
-        tf.TimeFunction.from_dict(spec, label="/World/Motor").validate()
+        tf_types.TimeFunction.from_dict(spec, label="/World/Motor").validate()

@@ -68,7 +68,7 @@ def build_layer(input_path: str | os.PathLike, output_path: str | os.PathLike):
     """
     from pxr import Sdf, Tf, Usd
 
-    import usdphys.assemble as snap
+    import usdphys.usd.assemble as snap
 
     inp = Path(input_path)
     out = Path(output_path)
@@ -100,7 +100,7 @@ def build_layer(input_path: str | os.PathLike, output_path: str | os.PathLike):
 
 
 def run(args) -> int:
-    from usdphys.fileio import check_output_path, export_layer_atomic
+    from usdphys.usd.stage import check_output_path, export_layer_atomic
 
     out = check_output_path(args.output, args.input)
     layer, report = build_layer(args.input, out)

@@ -18,7 +18,7 @@ from usdphys.errors import UsdphysError
 # subcommand name -> module implementing it
 SUBCOMMANDS = {
     "convert": "usdphys.converters.cli",
-    "check": "usdphys.check",
+    "check": "usdphys.usd.check",
     "assemble": "usdphys.assemble_cli",
     "simulate": "usdphys.simulate_cli",
     "plugin-path": "usdphys.plugin_cli",

@@ -1,7 +1,7 @@
 """`usdphys plugin-path`: where the schema plugin lives, for PXR_PLUGINPATH_NAME."""
 from __future__ import annotations
 
-from usdphys.plugin import plugin_path
+from usdphys.usd.plugin import plugin_path
 
 HELP = "print the folder to put on PXR_PLUGINPATH_NAME (usdview and other USD apps)"
 

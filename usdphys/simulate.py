@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from usdphys.errors import UsdphysError
-from usdphys.model import Model
+from usdphys.types.model import Model
 
 DEFAULT_DT = 1.0e-3  # s, when neither the caller nor the stage (mbd:timeStep) says
 DEFAULT_DURATION = 5.0  # s, when neither the caller nor the stage (mbd:endTime) says
@@ -49,7 +49,7 @@ class Result:
             raise UsdphysError("this result was simulated from a Model, not a stage: nothing to write over")
         if not 0 <= world < self.positions.shape[1]:
             raise UsdphysError(f"world {world} out of range (0..{self.positions.shape[1] - 1})")
-        from usdphys.record import write_result
+        from usdphys.usd.record import write_result
 
         return write_result(self.stage, self.body_paths, self.positions[:, world], self.orientations[:, world],
                             self.fps, path, self.model.meters_per_unit, self.input_path,
@@ -65,7 +65,7 @@ def _assemble_if_needed(stage):
     """
     from pxr import Usd
 
-    from usdphys.assemble import assemble, needs_assembly
+    from usdphys.usd.assemble import assemble, needs_assembly
 
     if not any(p.HasAPI("MbdMateAPI") for p in stage.Traverse(Usd.PrimDefaultPredicate)):
         return None
@@ -140,7 +140,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     if isinstance(stage_or_path, Model):
         model = stage_or_path
     elif stage_or_path is not None:
-        from usdphys import reader
+        from usdphys.usd import reader
 
         if isinstance(stage_or_path, (str, os.PathLike)):
             input_path = os.fspath(stage_or_path)

@@ -21,7 +21,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from usdphys.fileio import check_output_path
+    from usdphys.usd.stage import check_output_path
     from usdphys.simulate import simulate
 
     check_output_path(args.output, args.input)  # fail before minutes of simulation

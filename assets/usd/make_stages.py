@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import usdphys  # noqa: F401  (registers our schemas before any stage exists)
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 HERE = Path(__file__).resolve().parent

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
 
-import usdphys  # noqa: F401  (registers the Mbd* schemas before any stage exists)
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from usdphys.errors import UsdphysError, warn as _log_warning
-from usdphys.fileio import check_output_path, export_stage_atomic
+from usdphys.usd.stage import check_output_path, export_stage_atomic
 
 from . import frames as F
 from .obj import read_obj

@@ -1,6 +1,6 @@
 """Warp multibody solver: maximal coordinates, one thread per world, dense per-world KKT.
 
-The solver sees only a usdphys.model.Model (flat numpy arrays); it never imports pxr.
+The solver sees only a usdphys.types.model.Model (flat numpy arrays); it never imports pxr.
 `Solver(model, device).run(frames, substeps, dt)` returns COM-frame poses per output frame.
 See docs/solver.md for the method.
 """

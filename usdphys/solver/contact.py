@@ -26,30 +26,16 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-from usdphys.collision.narrowphase import (
-    BOX,
-    PLANE,
-    SPHERE,
-    Contacts,
-    ShapeData,
-    allocate_contacts,
-    any_perp,
-    collide_pair,
-    max_contacts,
-    pair_context,
-    pair_in_reach,
-    shape_data,
-    shape_world,
-)
+from usdphys.solver.narrowphase import BOX, PLANE, SPHERE, Contacts, ShapeData, allocate_contacts, any_perp, collide_pair, max_contacts, pair_context, pair_in_reach, shape_data, shape_world
 from usdphys.solver.ldl import ldl_solve as ldl_solve_rows
 
 wp.set_module_options({"enable_backward": False})
 
 f64 = wp.float64
 
-from usdphys.collision.shapes import SHAPE_BOX as SHAPE_BOX_HOST  # noqa: E402
-from usdphys.collision.shapes import SHAPE_PLANE as SHAPE_PLANE_HOST  # noqa: E402
-from usdphys.collision.shapes import SHAPE_SPHERE as SHAPE_SPHERE_HOST  # noqa: E402
+from usdphys.types.shapes import SHAPE_BOX as SHAPE_BOX_HOST  # noqa: E402
+from usdphys.types.shapes import SHAPE_PLANE as SHAPE_PLANE_HOST  # noqa: E402
+from usdphys.types.shapes import SHAPE_SPHERE as SHAPE_SPHERE_HOST  # noqa: E402
 
 KIND_OFF = wp.constant(-1)  # no force this step (compliant contact not touching, no dynamic body)
 KIND_HARD = wp.constant(0)  # non-smooth: lambda_n >= 0 _|_ u_n - b_n >= 0
@@ -753,7 +739,7 @@ def _com_table(table, model):
     """Copy of the shape table with poses relative to the bodies' COM frames (the solver's)."""
     import copy
 
-    from usdphys.model import quat_conj, quat_mul, quat_rotate
+    from usdphys.math3d import quat_conj, quat_mul, quat_rotate
 
     t = copy.copy(table)
     pos = np.array(table.local_pos, float).reshape(-1, 3)
@@ -772,7 +758,7 @@ def _com_table(table, model):
 
 def contact_pairs(model, table) -> np.ndarray:
     """Candidate pairs after filtering, without pairs that have no dynamic body."""
-    from usdphys.collision import candidate_pairs
+    from usdphys.solver.broadphase import candidate_pairs
 
     excl = model.contact_exclude
     if excl is None:  # UsdPhysics default: jointed bodies do not collide (a joint to the
@@ -808,7 +794,7 @@ def setup_contact(model, worlds: int, rows: int, device, options: ContactOptions
         capacity = int(opts.capacity) if opts.capacity else default_capacity(
             table, pairs, int(np.sum(~np.asarray(model.body_kinematic, bool))))
     else:
-        from usdphys.collision.shapes import SHAPE_SPHERE, table_from_specs
+        from usdphys.types.shapes import SHAPE_SPHERE, table_from_specs
 
         ct = table_from_specs([{"type": SHAPE_SPHERE, "dims": (1.0, 0, 0)}])
         capacity = 1
@@ -830,7 +816,7 @@ def setup_contact(model, worlds: int, rows: int, device, options: ContactOptions
     nu = col("poisson_ratio", 0.3)
     cm.hertz_c = farr((1.0 - nu**2) / np.where(young > 0, young, np.inf))
     kappa = np.zeros(S)
-    from usdphys.collision.shapes import SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
+    from usdphys.types.shapes import SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
 
     for s in range(S):
         typ = int(ct.type[s])

@@ -15,8 +15,8 @@ import numpy as np
 import warp as wp
 
 from usdphys.errors import UsdphysError, warn
-from usdphys.warpinit import init_warp
-from usdphys.model import MODE_EQUAL, Model
+from usdphys.solver.warpinit import init_warp
+from usdphys.types.model import MODE_EQUAL, Model
 from usdphys.solver import forces
 from usdphys.solver import step as K
 from usdphys.solver.ldl import row_envelope

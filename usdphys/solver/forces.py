@@ -37,48 +37,32 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
+from usdphys.types.enums import RowLaw, RowMotor
+
 from usdphys.errors import UsdphysError, warn
-from usdphys.forcelaws import LINE_EPS, PackedLaws, spring_damper_law
-from usdphys.model import (
-    MODE_EQUAL,
-    MODE_FRICTION,
-    MODE_LAW,
-    MODE_LOWER,
-    MODE_UPPER,
-    ROW_DIST,
-    ROW_LIN,
-    ROW_PERP,
-    ROW_TWIST,
-    Model,
-    RowTable,
-    quat_conj,
-)
-from usdphys.timefunc import PackedTimeFunctions, eval_time_function
+from usdphys.types.laws import LINE_EPS, PackedLaws
+from usdphys.solver.laws import spring_damper_law
+from usdphys.types.model import MODE_EQUAL, MODE_FRICTION, MODE_LAW, MODE_LOWER, MODE_UPPER, ROW_DIST, ROW_LIN, ROW_PERP, ROW_TWIST, Model, RowTable
+from usdphys.math3d import quat_conj
+from usdphys.types.timefunc import PackedTimeFunctions
+from usdphys.solver.timefunc import eval_time_function
 
 wp.set_module_options({"enable_backward": False})
 
-# law of a MODE_LAW row
-LAW_NONE = 0
-LAW_LINEAR = 1  # f = P - k (g - x0) - c (gdot - v0)      (k, c, x0, v0 = row stiffness, damping, value, target_vel)
-LAW_PACKED = 2  # f = spring_damper_law(g, gdot, lawidx)  (TSDA / RSDA curves and maps)
-LAW_AXIAL = 3  # f = P - axial_force_law(t, g, gdot - v0, k, c, x0)   (user law; P = -force)
-LAW_ARMATURE = 4  # impulse -a (gdot_{n+1/2} - gdot_{n-1/2}), a = row damping column
-LAW_EFFORT = 5  # force motor: impulse h u(t_n), u = time function fn
-# motor kind of a row
-MOTOR_NONE = 0
-MOTOR_POSITION = 1
-MOTOR_VELOCITY = 2
-MOTOR_FORCE = 3
+# law and motor kind of a row (short names for the shared enums)
+LAW_NONE, LAW_LINEAR, LAW_PACKED, LAW_AXIAL = RowLaw.NONE, RowLaw.LINEAR, RowLaw.PACKED, RowLaw.AXIAL
+LAW_ARMATURE, LAW_EFFORT = RowLaw.ARMATURE, RowLaw.EFFORT
+MOTOR_NONE, MOTOR_POSITION, MOTOR_VELOCITY, MOTOR_FORCE = RowMotor.NONE, RowMotor.POSITION, RowMotor.VELOCITY, RowMotor.FORCE
 
 # A friction DOF whose speed is below this (m/s or rad/s) at t = 0 starts sticking.
 STICK_SPEED = 1.0e-9
 
-W_LAW_ARMATURE = wp.constant(LAW_ARMATURE)
-W_LAW_PACKED = wp.constant(LAW_PACKED)
-W_LAW_AXIAL = wp.constant(LAW_AXIAL)
-W_LAW_EFFORT = wp.constant(LAW_EFFORT)
-W_MOTOR_POSITION = wp.constant(MOTOR_POSITION)
-W_MOTOR_VELOCITY = wp.constant(MOTOR_VELOCITY)
+W_LAW_ARMATURE = wp.constant(int(LAW_ARMATURE))
+W_LAW_PACKED = wp.constant(int(LAW_PACKED))
+W_LAW_AXIAL = wp.constant(int(LAW_AXIAL))
+W_LAW_EFFORT = wp.constant(int(LAW_EFFORT))
+W_MOTOR_POSITION = wp.constant(int(MOTOR_POSITION))
+W_MOTOR_VELOCITY = wp.constant(int(MOTOR_VELOCITY))
 W_LINE_EPS = wp.constant(wp.float64(LINE_EPS))
 W_STICK_SPEED = wp.constant(wp.float64(STICK_SPEED))
 
@@ -494,7 +478,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
     mo = el.motors
     motor_rows, motor_paths = [], []
     driven: dict[tuple[int, int], int] = {}
-    from usdphys.elements import MODE_FORCE as EM_FORCE, MODE_POSITION as EM_POSITION
+    from usdphys.types.elements import MODE_FORCE as EM_FORCE, MODE_POSITION as EM_POSITION
 
     for e in range(len(mo)):
         j = int(mo.joint[e])
@@ -556,7 +540,7 @@ def _no_loads() -> dict[str, np.ndarray]:
 
 
 def _loads(model: Model, lo) -> dict[str, np.ndarray]:
-    from usdphys.elements import RESOLVE_BODY0, RESOLVE_BODY1
+    from usdphys.types.elements import RESOLVE_BODY0, RESOLVE_BODY1
 
     out = {k: [] for k in ("torque", "b0", "b1", "p1", "frame", "rot", "fn")}
     for e in range(len(lo)):

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import warp as wp
 
+from usdphys.types.enums import RowKind, RowMode
+
 wp.set_module_options({"enable_backward": False})
 
-# constraint-row kinds and modes: keep equal to usdphys.model ROW_* / MODE_*
-ROW_LIN = wp.constant(0)
-ROW_PERP = wp.constant(1)
-ROW_TWIST = wp.constant(2)
-ROW_DIST = wp.constant(3)
-ROW_LIN1 = wp.constant(4)  # e1[axis] . (P1 - P0): along an axis of frame 1 (issue #5)
-MODE_EQUAL = wp.constant(0)
-MODE_LOWER = wp.constant(1)
-MODE_UPPER = wp.constant(2)
-MODE_SOFT = wp.constant(3)
-MODE_LAW = wp.constant(4)  # force element: implicit (trapezoidal) force law on the row (issue #5)
-MODE_FRICTION = wp.constant(5)  # joint friction: velocity row with a bounded impulse (issue #5)
+# constraint-row kinds and modes, derived from the shared enums
+ROW_LIN = wp.constant(int(RowKind.LIN))
+ROW_PERP = wp.constant(int(RowKind.PERP))
+ROW_TWIST = wp.constant(int(RowKind.TWIST))
+ROW_DIST = wp.constant(int(RowKind.DIST))
+ROW_LIN1 = wp.constant(int(RowKind.LIN1))
+MODE_EQUAL = wp.constant(int(RowMode.EQUAL))
+MODE_LOWER = wp.constant(int(RowMode.LOWER))
+MODE_UPPER = wp.constant(int(RowMode.UPPER))
+MODE_SOFT = wp.constant(int(RowMode.SOFT))
+MODE_LAW = wp.constant(int(RowMode.LAW))
+MODE_FRICTION = wp.constant(int(RowMode.FRICTION))
 
 PI = wp.constant(wp.float64(3.141592653589793))
 TWO_PI = wp.constant(wp.float64(6.283185307179586))

@@ -9,7 +9,7 @@ from typing import Iterable
 
 import numpy as np
 
-from usdphys.collision.shapes import SHAPE_PLANE, ShapeTable
+from usdphys.types.shapes import SHAPE_PLANE, ShapeTable
 
 
 def candidate_pairs(

@@ -18,8 +18,8 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
 from usdphys.errors import UsdphysError
-from usdphys.fileio import check_output_path, export_layer_atomic
-from usdphys.model import quat_to_matrix
+from usdphys.usd.stage import check_output_path, export_layer_atomic
+from usdphys.math3d import quat_to_matrix
 
 
 def _np_mat(m) -> np.ndarray:
@@ -133,7 +133,7 @@ def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, 
 
 
 def _quats_from_mats(m: np.ndarray) -> np.ndarray:
-    from usdphys.model import matrix_to_quat
+    from usdphys.math3d import matrix_to_quat
 
     q = np.array([matrix_to_quat(mi) for mi in m])
     # keep a continuous sign (no 360-degree jumps when a viewer interpolates)

@@ -37,15 +37,8 @@ Packed layout (one table for any number of functions, ``PackedTimeFunctions``):
                           data[offset + 2 i + 1] = u_i, i < count
     repeat = 1: evaluate at repeat_start + fmod(t + repeat_shift, repeat_width)
 
-Warp (float64, callable from any kernel):
-
-    eval_time_function(t, fn, kinds, params, data) -> u
-    eval_time_function_dt(t, fn, kinds, params, data) -> du/dt
-    eval_time_function_both(t, fn, kinds, params, data) -> (u, du/dt)
-    piecewise_linear(x, data, offset, count) -> (y, dy/dx)      (also used by forcelaws)
-
-with kinds: wp.array2d(dtype=wp.int32), params: wp.array2d(dtype=wp.float64),
-data: wp.array(dtype=wp.float64), fn: int32 row index.
+The solver evaluates the table with usdphys.solver.timefunc; tests compare it with a NumPy
+reference of their own (tests/reference/timefunc.py).
 """
 from __future__ import annotations
 
@@ -54,16 +47,16 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-import warp as wp
 
 from usdphys.errors import UsdphysError
+from usdphys.types.enums import TimeFunctionKind
 
-KIND_CONSTANT = 0
-KIND_POLYNOMIAL = 1
-KIND_SINE = 2
-KIND_RAMP = 3
-KIND_DATA = 4
-KIND_STEP = 5
+KIND_CONSTANT = TimeFunctionKind.CONSTANT
+KIND_POLYNOMIAL = TimeFunctionKind.POLYNOMIAL
+KIND_SINE = TimeFunctionKind.SINE
+KIND_RAMP = TimeFunctionKind.RAMP
+KIND_DATA = TimeFunctionKind.DATA
+KIND_STEP = TimeFunctionKind.STEP
 
 KIND_IDS = {
     "constant": KIND_CONSTANT,
@@ -186,59 +179,6 @@ def _as_spec(spec: TimeFunction | Mapping[str, Any]) -> TimeFunction:
 
 
 # ----------------------------------------------------------------------------------------
-# NumPy reference
-# ----------------------------------------------------------------------------------------
-def _interp_np(pts: np.ndarray, x: np.ndarray, held: bool) -> tuple[np.ndarray, np.ndarray]:
-    ts, us = pts[:, 0], pts[:, 1]
-    if len(ts) == 1:
-        return np.full_like(x, us[0]), np.zeros_like(x)
-    # segment i: t_i <= x < t_{i+1}, clamped to [0, n-2]
-    i = np.clip(np.searchsorted(ts, x, side="right") - 1, 0, len(ts) - 2)
-    slope = (us[i + 1] - us[i]) / (ts[i + 1] - ts[i])
-    inside = (x >= ts[0]) & (x < ts[-1])
-    if held:
-        u = np.where(x < ts[0], us[0], np.where(x >= ts[-1], us[-1], us[i]))
-        return u, np.zeros_like(x)
-    u = np.where(x <= ts[0], us[0], np.where(x >= ts[-1], us[-1], us[i] + slope * (x - ts[i])))
-    return u, np.where(inside, slope, 0.0)
-
-
-def _eval_np(spec: TimeFunction, t) -> tuple[np.ndarray, np.ndarray]:
-    spec = spec.validate()
-    t = np.asarray(t, dtype=np.float64)
-    tau = np.fmod(t + spec.repeatShift, spec.repeatWidth) + spec.repeatStart if spec.repeat else t
-    k = spec.type
-    if k == "constant":
-        u, du = np.full_like(tau, spec.value), np.zeros_like(tau)
-    elif k == "polynomial":
-        c = np.asarray(spec.coefficients, dtype=np.float64)
-        u = np.polynomial.polynomial.polyval(tau, c)
-        du = np.polynomial.polynomial.polyval(tau, np.polynomial.polynomial.polyder(c)) if len(c) > 1 else np.zeros_like(tau)
-    elif k == "sine":
-        w = 2.0 * math.pi * spec.frequency
-        arg = w * tau + math.radians(spec.phase)
-        u = spec.amplitude * np.sin(arg) + spec.shift
-        du = spec.amplitude * w * np.cos(arg)
-    elif k == "ramp":
-        u, du = spec.intercept + spec.slope * tau, np.full_like(tau, spec.slope)
-    else:
-        u, du = _interp_np(spec._points(), tau, held=(k == "step"))
-    return spec.scale * u, spec.scale * du
-
-
-def evaluate(spec: TimeFunction | Mapping[str, Any], t):
-    """u(t) (NumPy reference; t scalar or array, seconds)."""
-    u, _ = _eval_np(_as_spec(spec), t)
-    return u if np.ndim(u) else float(u)
-
-
-def derivative(spec: TimeFunction | Mapping[str, Any], t):
-    """du/dt (NumPy reference)."""
-    _, du = _eval_np(_as_spec(spec), t)
-    return du if np.ndim(du) else float(du)
-
-
-# ----------------------------------------------------------------------------------------
 # Packed table
 # ----------------------------------------------------------------------------------------
 @dataclass
@@ -252,13 +192,6 @@ class PackedTimeFunctions:
     def __len__(self) -> int:
         return int(self.kinds.shape[0])
 
-    def to_warp(self, device=None):
-        """(kinds, params, data) as Warp arrays for eval_time_function."""
-        return (
-            wp.array(self.kinds, dtype=wp.int32, device=device),
-            wp.array(self.params, dtype=wp.float64, device=device),
-            wp.array(self.data, dtype=wp.float64, device=device),
-        )
 
 
 class TimeFunctionTable:
@@ -306,145 +239,3 @@ def pack(specs: Sequence[TimeFunction | Mapping[str, Any]]) -> PackedTimeFunctio
         params[i, COL_START:COL_SCALE + 1] = (s.repeatStart, s.repeatWidth, s.repeatShift, s.scale)
     data = np.asarray(buf if buf else [0.0], dtype=np.float64)
     return PackedTimeFunctions(kinds, params, data)
-
-
-# ----------------------------------------------------------------------------------------
-# Warp
-# ----------------------------------------------------------------------------------------
-@wp.func
-def piecewise_linear(x: wp.float64, data: wp.array(dtype=wp.float64), offset: wp.int32, count: wp.int32):
-    """(y, dy/dx) through (x_i, y_i) interleaved at data[offset:], held constant outside;
-    slope of [x_i, x_{i+1}) (0 outside, right-continuous). count = 0 gives (0, 0)."""
-    zero = wp.float64(0.0)
-    if count <= 0:
-        return zero, zero
-    x0 = data[offset]
-    if count == 1 or x < x0:
-        return data[offset + 1], zero
-    last = offset + 2 * (count - 1)
-    if x >= data[last]:
-        return data[last + 1], zero
-    # binary search: largest i in [0, count-2] with x_i <= x
-    lo = wp.int32(0)
-    hi = count - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if data[offset + 2 * mid] <= x:
-            lo = mid
-        else:
-            hi = mid
-    xa = data[offset + 2 * lo]
-    ya = data[offset + 2 * lo + 1]
-    xb = data[offset + 2 * lo + 2]
-    yb = data[offset + 2 * lo + 3]
-    s = (yb - ya) / (xb - xa)
-    return ya + s * (x - xa), s
-
-
-@wp.func
-def _step_value(x: wp.float64, data: wp.array(dtype=wp.float64), offset: wp.int32, count: wp.int32):
-    # held interpolation: value of the last point at or before x (first point before it)
-    v = data[offset + 1]
-    for i in range(count):
-        if data[offset + 2 * i] <= x:
-            v = data[offset + 2 * i + 1]
-    return v
-
-
-@wp.func
-def eval_time_function_both(
-    t: wp.float64,
-    fn: wp.int32,
-    kinds: wp.array2d(dtype=wp.int32),
-    params: wp.array2d(dtype=wp.float64),
-    data: wp.array(dtype=wp.float64),
-):
-    """(u(t), du/dt) of row fn of the packed table."""
-    zero = wp.float64(0.0)
-    kind = kinds[fn, 0]
-    offset = kinds[fn, 1]
-    count = kinds[fn, 2]
-    tau = t
-    if kinds[fn, 3] != 0:
-        tau = params[fn, 4] + wp.mod(t + params[fn, 6], params[fn, 5])
-    u = zero
-    du = zero
-    if kind == 0:
-        u = params[fn, 0]
-    elif kind == 1:
-        # Horner for value and derivative
-        for j in range(count):
-            c = data[offset + count - 1 - j]
-            du = du * tau + u
-            u = u * tau + c
-    elif kind == 2:
-        arg = params[fn, 1] * tau + params[fn, 2]
-        u = params[fn, 0] * wp.sin(arg) + params[fn, 3]
-        du = params[fn, 0] * params[fn, 1] * wp.cos(arg)
-    elif kind == 3:
-        u = params[fn, 0] + params[fn, 1] * tau
-        du = params[fn, 1]
-    elif kind == 4:
-        u, du = piecewise_linear(tau, data, offset, count)
-    elif kind == 5:
-        u = _step_value(tau, data, offset, count)
-    scale = params[fn, 7]
-    return scale * u, scale * du
-
-
-@wp.func
-def eval_time_function(
-    t: wp.float64,
-    fn: wp.int32,
-    kinds: wp.array2d(dtype=wp.int32),
-    params: wp.array2d(dtype=wp.float64),
-    data: wp.array(dtype=wp.float64),
-):
-    """u(t) of row fn of the packed table."""
-    u, du = eval_time_function_both(t, fn, kinds, params, data)
-    return u
-
-
-@wp.func
-def eval_time_function_dt(
-    t: wp.float64,
-    fn: wp.int32,
-    kinds: wp.array2d(dtype=wp.int32),
-    params: wp.array2d(dtype=wp.float64),
-    data: wp.array(dtype=wp.float64),
-):
-    """du/dt of row fn of the packed table."""
-    u, du = eval_time_function_both(t, fn, kinds, params, data)
-    return du
-
-
-@wp.kernel
-def time_function_kernel(
-    ts: wp.array(dtype=wp.float64),
-    fns: wp.array(dtype=wp.int32),
-    kinds: wp.array2d(dtype=wp.int32),
-    params: wp.array2d(dtype=wp.float64),
-    data: wp.array(dtype=wp.float64),
-    out_u: wp.array(dtype=wp.float64),
-    out_du: wp.array(dtype=wp.float64),
-):
-    """Batch evaluation: out[i] = u_{fns[i]}(ts[i])."""
-    i = wp.tid()
-    u, du = eval_time_function_both(ts[i], fns[i], kinds, params, data)
-    out_u[i] = u
-    out_du[i] = du
-
-
-def evaluate_packed_warp(packed: PackedTimeFunctions, fns, ts, device="cpu") -> tuple[np.ndarray, np.ndarray]:
-    """Evaluate (u, du/dt) with the Warp kernel at paired (fns[i], ts[i]); NumPy in/out."""
-    ts = np.asarray(ts, dtype=np.float64).reshape(-1)
-    fns = np.broadcast_to(np.asarray(fns, dtype=np.int32), ts.shape).copy()
-    kinds, params, data = packed.to_warp(device)
-    out_u = wp.zeros(ts.shape[0], dtype=wp.float64, device=device)
-    out_du = wp.zeros(ts.shape[0], dtype=wp.float64, device=device)
-    wp.launch(
-        time_function_kernel, dim=ts.shape[0],
-        inputs=[wp.array(ts, dtype=wp.float64, device=device), wp.array(fns, dtype=wp.int32, device=device), kinds, params, data],
-        outputs=[out_u, out_du], device=device,
-    )
-    return out_u.numpy(), out_du.numpy()

@@ -18,15 +18,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from usdphys.collision.shapes import (
-    SHAPE_BOX,
-    SHAPE_CAPSULE,
-    SHAPE_CONVEX,
-    SHAPE_CYLINDER,
-    SHAPE_PLANE,
-    SHAPE_SPHERE,
-    ShapeTable,
-)
+from usdphys.types.shapes import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE, ShapeTable
 from usdphys.errors import warn
 
 wp.set_module_options({"enable_backward": False})
@@ -40,12 +32,12 @@ BIG = wp.constant(f64(1.0e300))
 TINY = wp.constant(f64(1.0e-300))
 GOLDEN = wp.constant(f64(0.6180339887498949))
 
-PLANE = wp.constant(SHAPE_PLANE)
-SPHERE = wp.constant(SHAPE_SPHERE)
-CAPSULE = wp.constant(SHAPE_CAPSULE)
-BOX = wp.constant(SHAPE_BOX)
-CYLINDER = wp.constant(SHAPE_CYLINDER)
-CONVEX = wp.constant(SHAPE_CONVEX)
+PLANE = wp.constant(int(SHAPE_PLANE))
+SPHERE = wp.constant(int(SHAPE_SPHERE))
+CAPSULE = wp.constant(int(SHAPE_CAPSULE))
+BOX = wp.constant(int(SHAPE_BOX))
+CYLINDER = wp.constant(int(SHAPE_CYLINDER))
+CONVEX = wp.constant(int(SHAPE_CONVEX))
 
 vec8d = wp.types.vector(length=8, dtype=wp.float64)
 

@@ -8,11 +8,11 @@ writes "in the same space as the node's xform"; for bodies under an unrotated pa
 the usual case, that is the world frame; PhysX reads it that way too).
 
 Our force elements, loads, motors, bushings and NewtonJointAPI joint properties (both the
-per-DOF and the scalar newton-usd-schemas form) are read by usdphys.elements into
+per-DOF and the scalar newton-usd-schemas form) are read by usdphys.usd.reader.elements into
 ``Model.elements`` (SI); the composite joints (MbdRevoluteSphericalJoint,
 MbdRevoluteTranslationalJoint) become joints with COMPOSITE_* rows.
 
-Collision shapes, materials and collision filtering are read by usdphys.collision.shapes
+Collision shapes, materials and collision filtering are read by usdphys.usd.reader.shapes
 into ``Model.shapes`` (contact, issue #7; mass from collider density as UsdPhysics says).
 
 What the solver does not simulate yet is named once per prim in a warning, never
@@ -28,14 +28,8 @@ import numpy as np
 from pxr import Sdf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError, warn
-from usdphys.model import (
-    COMPOSITE_REVOLUTE_SPHERICAL,
-    COMPOSITE_REVOLUTE_TRANSLATIONAL,
-    Model,
-    matrix_to_quat,
-    quat_mul,
-    quat_rotate,
-)
+from usdphys.types.model import COMPOSITE_REVOLUTE_SPHERICAL, COMPOSITE_REVOLUTE_TRANSLATIONAL, Model
+from usdphys.math3d import matrix_to_quat, quat_mul, quat_rotate
 
 DEG = math.pi / 180.0
 DEFAULT_DENSITY_SI = 1000.0  # kg/m^3, UsdPhysics' default when nothing is authored
@@ -172,7 +166,7 @@ def _shape_mass(desc, kind: str, density: float, warner, mpu: float):
 
 
 def _mat(q: np.ndarray) -> np.ndarray:
-    from usdphys.model import quat_to_matrix
+    from usdphys.math3d import quat_to_matrix
 
     return quat_to_matrix(q)
 
@@ -260,7 +254,7 @@ def _mass_properties(stage, body_prim, desc, shapes, mpu, kpu, warner):
 def _mesh_mass(prim, body_prim, density: float, mpu: float):
     """(mass, com, inertia about com in the body frame) of a mesh collider's convex hull, SI;
     None when it has no volume. The hull is what the mesh collides as (docs/contact.md)."""
-    from usdphys.collision.shapes import rigid_frame
+    from usdphys.math3d import rigid_frame
 
     pts = UsdGeom.Mesh(prim).GetPointsAttr().Get() if prim else None
     if not pts:
@@ -421,8 +415,8 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
 
 
 def _read_elements(stage, model: Model, index: dict, static_bodies: set) -> None:
-    """Model.elements from usdphys.elements (SI, body PRIM frames); spring masses lumped."""
-    from usdphys.elements import read_elements
+    """Model.elements from usdphys.usd.reader.elements (SI, body PRIM frames); spring masses lumped."""
+    from usdphys.usd.reader.elements import read_elements
 
     def body_index(path: str) -> int:
         if path in index:
@@ -611,14 +605,14 @@ def _read_joint(stage, cache, model, index, kind, path, d, mpu, kpu, warner):
 
 # ---------------------------------------------------------------------------- contact (issue #7)
 def _read_contact(stage, model: Model, index: dict, by_type: dict) -> None:
-    """Model.shapes (usdphys.collision.read_shapes), contact_method and contact_exclude.
+    """Model.shapes (usdphys.usd.reader.shapes.read_shapes), contact_method and contact_exclude.
 
     Joints with physics:collisionEnabled = false (the UsdPhysics default) stop contact between
     the bodies they join: two simulated bodies become an excluded body pair; a simulated body
     jointed to a static prim (static body, collider) loses contact with that prim's shapes only
     (filtered shape pairs), not with the rest of the static world.
     """
-    from usdphys.collision import read_shapes
+    from usdphys.usd.reader.shapes import read_shapes
 
     scenes = by_type.get("Scene", [])
     if scenes:

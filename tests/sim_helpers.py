@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-import usdphys  # noqa: F401  (registers the Mbd* schemas)
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Usd
 
 DEG = 180.0 / math.pi  # multiply radians (or per-radian values by 1/DEG) for USD's degrees

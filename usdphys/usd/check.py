@@ -12,7 +12,7 @@ from pathlib import Path
 from pxr import Sdf, Usd, UsdPhysics, UsdValidation
 
 from usdphys.errors import UsdphysError
-from usdphys.plugin import ensure_registered
+from usdphys.usd.plugin import ensure_registered
 
 HELP = "validate usdphys / NewtonJointAPI schemas on a stage (and run usd-core's validators)"
 

@@ -16,133 +16,22 @@ USD stays here: the narrow phase only sees the arrays.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
 
 from usdphys.errors import UsdphysError, warn
-from usdphys.model import matrix_to_quat
-
-SHAPE_PLANE = 0
-SHAPE_SPHERE = 1
-SHAPE_CAPSULE = 2
-SHAPE_BOX = 3
-SHAPE_CYLINDER = 4
-SHAPE_CONVEX = 5
-SHAPE_NAMES = ("plane", "sphere", "capsule", "box", "cylinder", "convex")
-
-# Used when a collider has no physics material bound (UsdPhysics leaves the default material
-# to the engine; these match PhysX's default material). A material bound with purpose
-# "physics" to the PhysicsScene prim replaces them.
-DEFAULT_STATIC_FRICTION = 0.5
-DEFAULT_DYNAMIC_FRICTION = 0.5
-DEFAULT_RESTITUTION = 0.0
-# MbdContactMaterialAPI fallbacks (Chrono SMC defaults), used without that API too.
-DEFAULT_YOUNG_MODULUS = 2e7
-DEFAULT_POISSON_RATIO = 0.3
+from usdphys.math3d import quat_from_matrix, rigid_frame
+from usdphys.types.shapes import (
+    DEFAULT_DYNAMIC_FRICTION, DEFAULT_POISSON_RATIO, DEFAULT_RESTITUTION, DEFAULT_STATIC_FRICTION,
+    DEFAULT_YOUNG_MODULUS, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE,
+    ShapeTable,
+)
 
 # Scale factors equal within this relative tolerance count as equal (float attributes carry
 # ~7 digits; 1e-6 accepts float round-off and nothing a person would author on purpose).
 _SCALE_RTOL = 1e-6
-
-
-@dataclass
-class ShapeTable:
-    """Flat shape table; row s describes shape s. All lengths in metres.
-
-    type[s]            int32    SHAPE_* code
-    body[s]            int32    model body index, -1 = world (static collider)
-    local_pos[s]       (3,)     shape frame origin in the owner's rigid frame (world if -1)
-    local_rot[s]       (4,)     shape frame rotation, quaternion (x, y, z, w) as Warp's quat
-    dims[s]            (3,)     plane: (0, 0, 0); sphere: (r, 0, 0); capsule: (r, h, 0) with
-                                h the half-length of the core segment along Z; box: half
-                                extents (hx, hy, hz); cylinder: (r, h, 0), h = half height;
-                                convex: (0, 0, 0)
-    vert_start[s], vert_count[s]  rows of `verts` (convex only; 0, 0 otherwise)
-    verts[v]           (3,)     convex vertices in the shape frame (scale baked in), metres
-    contact_radius[s]  float64  sweep radius around the shape (MbdCollisionAPI), metres
-    bound_radius[s]    float64  bounding sphere about the shape origin incl. contact_radius;
-                                inf for planes
-    static_friction, dynamic_friction, restitution [s]   dimensionless
-    density[s]         kg/m^3 (0 = unauthored: body mass comes from MassAPI)
-    young_modulus[s]   Pa, poisson_ratio[s]
-    normal_stiffness, tangential_stiffness [s]  N/m; normal_damping, tangential_damping [s]
-                                N s/m; NaN = not authored (derive from Young/Poisson)
-    collision_enabled[s] bool   physics:collisionEnabled
-    groups[s]          tuple of collision-group indices the shape belongs to
-    group_paths[g]     collision group prim paths (after mergeGroup merging: first path)
-    group_no_collide   bool (G, G): True where groups g and h must not collide
-    filtered_pairs     set of (i, j), i < j: shape pairs PhysicsFilteredPairsAPI disables
-    """
-
-    paths: list = field(default_factory=list)
-    type: np.ndarray = None
-    body: np.ndarray = None
-    local_pos: np.ndarray = None
-    local_rot: np.ndarray = None
-    dims: np.ndarray = None
-    vert_start: np.ndarray = None
-    vert_count: np.ndarray = None
-    verts: np.ndarray = None
-    contact_radius: np.ndarray = None
-    bound_radius: np.ndarray = None
-    static_friction: np.ndarray = None
-    dynamic_friction: np.ndarray = None
-    restitution: np.ndarray = None
-    density: np.ndarray = None
-    young_modulus: np.ndarray = None
-    poisson_ratio: np.ndarray = None
-    normal_stiffness: np.ndarray = None
-    normal_damping: np.ndarray = None
-    tangential_stiffness: np.ndarray = None
-    tangential_damping: np.ndarray = None
-    material_paths: list = field(default_factory=list)
-    collision_enabled: np.ndarray = None
-    groups: list = field(default_factory=list)
-    group_paths: list = field(default_factory=list)
-    group_no_collide: np.ndarray = None
-    filtered_pairs: set = field(default_factory=set)
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def index(self, path: str) -> int:
-        return self.paths.index(str(path))
-
-
-# ----------------------------------------------------------------------------------------
-# frames
-# ----------------------------------------------------------------------------------------
-def rigid_frame(matrix) -> np.ndarray:
-    """The rigid frame of a USD local-to-world matrix (row-vector convention): same origin,
-    rotation rows = X axis normalised, Y axis orthogonalised to it, Z = X x Y. Scale (also
-    negative) and shear are dropped. The model's body frame must be this frame."""
-    m = np.array(matrix, dtype=np.float64).reshape(4, 4)
-    x = m[0, :3]
-    y = m[1, :3]
-    nx = np.linalg.norm(x)
-    if nx == 0.0:
-        raise ValueError("degenerate transform (zero scale)")
-    x = x / nx
-    y = y - np.dot(y, x) * x
-    ny = np.linalg.norm(y)
-    if ny == 0.0:
-        raise ValueError("degenerate transform (zero scale)")
-    y = y / ny
-    out = np.eye(4)
-    out[0, :3] = x
-    out[1, :3] = y
-    out[2, :3] = np.cross(x, y)
-    out[3, :3] = m[3, :3]
-    return out
-
-
-def quat_from_matrix(r: np.ndarray) -> np.ndarray:
-    """Quaternion (x, y, z, w) of a proper rotation matrix, w >= 0 (a canonical sign)."""
-    q = matrix_to_quat(r)
-    return q if q[3] >= 0.0 else -q
 
 
 _AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
@@ -543,53 +432,3 @@ def _read_filtering(stage, t: ShapeTable, prims, rd: _Reader) -> None:
                     if i != j:
                         pairs.add((min(i, j), max(i, j)))
     t.filtered_pairs = pairs
-
-
-def table_from_specs(specs) -> ShapeTable:
-    """A ShapeTable built in code (tests, programmatic scenes): each spec is a dict with
-    `type` (SHAPE_*), `body` (int, -1 = world), `dims` (3,), optional `pos` (3,), `rot`
-    (x, y, z, w), `verts` (convex, shape frame), `contact_radius`, `enabled`, and material
-    keys as in ShapeTable (defaults as for an unbound collider)."""
-    rows = list(specs)
-    n = len(rows)
-    t = ShapeTable(paths=[s.get("path", f"/shape{i}") for i, s in enumerate(rows)])
-    t.type = np.array([s["type"] for s in rows], dtype=np.int32)
-    t.body = np.array([s.get("body", -1) for s in rows], dtype=np.int32)
-    t.local_pos = np.array([s.get("pos", (0.0, 0.0, 0.0)) for s in rows], dtype=np.float64).reshape(n, 3)
-    rot = np.array([s.get("rot", (0.0, 0.0, 0.0, 1.0)) for s in rows], dtype=np.float64).reshape(n, 4)
-    t.local_rot = rot / np.linalg.norm(rot, axis=1, keepdims=True) if n else rot
-    t.dims = np.array([s.get("dims", (0.0, 0.0, 0.0)) for s in rows], dtype=np.float64).reshape(n, 3)
-    verts, vs, vc, nv = [], [], [], 0
-    for s in rows:
-        v = np.asarray(s.get("verts", np.zeros((0, 3))), dtype=np.float64).reshape(-1, 3)
-        vs.append(nv if len(v) else 0)
-        vc.append(len(v))
-        verts.append(v)
-        nv += len(v)
-    t.vert_start = np.array(vs, dtype=np.int32)
-    t.vert_count = np.array(vc, dtype=np.int32)
-    t.verts = np.concatenate(verts) if verts else np.zeros((0, 3))
-    t.contact_radius = np.array([s.get("contact_radius", 0.0) for s in rows], dtype=np.float64)
-    br = []
-    for s, d, v, r in zip(rows, t.dims, verts, t.contact_radius):
-        typ = s["type"]
-        b = {SHAPE_PLANE: np.inf, SHAPE_SPHERE: d[0], SHAPE_CAPSULE: d[0] + d[1], SHAPE_BOX: float(np.linalg.norm(d)),
-             SHAPE_CYLINDER: float(np.hypot(d[0], d[1]))}.get(typ)
-        if typ == SHAPE_CONVEX:
-            b = float(np.max(np.linalg.norm(v, axis=1))) if len(v) else 0.0
-        br.append(b + r)
-    t.bound_radius = np.array(br, dtype=np.float64)
-    t.collision_enabled = np.array([s.get("enabled", True) for s in rows], dtype=bool)
-    defaults = {"static_friction": DEFAULT_STATIC_FRICTION, "dynamic_friction": DEFAULT_DYNAMIC_FRICTION,
-                "restitution": DEFAULT_RESTITUTION, "density": 0.0, "young_modulus": DEFAULT_YOUNG_MODULUS,
-                "poisson_ratio": DEFAULT_POISSON_RATIO, "normal_stiffness": np.nan, "normal_damping": np.nan,
-                "tangential_stiffness": np.nan, "tangential_damping": np.nan}
-    for key, val in defaults.items():
-        setattr(t, key, np.array([s.get(key, val) for s in rows], dtype=np.float64))
-    t.material_paths = [None] * n
-    t.groups = [tuple(s.get("groups", ())) for s in rows]
-    ng = 1 + max((g for s in rows for g in s.get("groups", ())), default=-1)
-    t.group_paths = [f"/group{g}" for g in range(ng)]
-    t.group_no_collide = np.zeros((ng, ng), dtype=bool)
-    t.filtered_pairs = set()
-    return t

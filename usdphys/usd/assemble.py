@@ -31,8 +31,8 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
-from usdphys.model import matrix_to_quat as _matrix_to_quat_xyzw
-from usdphys.model import quat_to_matrix as _quat_to_matrix_xyzw
+from usdphys.math3d import matrix_to_quat as _matrix_to_quat_xyzw
+from usdphys.math3d import quat_to_matrix as _quat_to_matrix_xyzw
 
 MATE_API = "MbdMateAPI"
 CONNECTOR_TYPE = "MbdMateConnector"

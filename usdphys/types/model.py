@@ -13,7 +13,7 @@ COM frames; `body_com_pos` / `body_com_rot` give the COM frame inside the prim f
 Joints (J of them) are described per degree of freedom in the joint's frame 0 (on body0):
 DOF order transX, transY, transZ, rotX, rotY, rotZ. A DOF is locked, limited, driven or
 free. `constraint_rows()` turns joints into the generic constraint-row table the solver
-consumes; issue #5 (motors, bushings) and #7 (contact) add rows of the same kinds, and
+consumes; motors, bushings and contact add rows of the same kinds, and
 force elements go into a parallel force table evaluated in the solver's predictor.
 
 Per-world data (the initial state) has a leading world axis W; the model description is
@@ -25,85 +25,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from usdphys.math3d import matrix_to_quat, quat_conj, quat_mul, quat_rotate, quat_to_matrix
+from usdphys.types.enums import Composite, RowKind, RowMode
+
 DOF_NAMES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 
-# constraint-row kinds (see docs/solver.md, "Constraint rows")
-ROW_LIN = 0  # g = e0[axis] . (P1 - P0): translation of frame 1 along an axis of frame 0
-ROW_PERP = 1  # g = e0[a] . e1[b] (axis = 3 a + b): keeps two frame axes perpendicular
-ROW_TWIST = 2  # g = angle of frame 1 about e0[axis] (atan2, radians)
-ROW_DIST = 3  # g = |P1 - P0|
-ROW_LIN1 = 4  # g = e1[axis] . (P1 - P0): along an axis of frame 1 (revolute-translational joint)
+# short names for the enum members, as the row-building code below uses them
+ROW_LIN, ROW_PERP, ROW_TWIST, ROW_DIST, ROW_LIN1 = RowKind.LIN, RowKind.PERP, RowKind.TWIST, RowKind.DIST, RowKind.LIN1
 ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1")
-
-# constraint-row modes
-MODE_EQUAL = 0  # g = value
-MODE_LOWER = 1  # g >= value (unilateral, impulse >= 0)
-MODE_UPPER = 2  # g <= value
-MODE_SOFT = 3  # implicit spring-damper towards value / target velocity (drive)
-MODE_LAW = 4  # force element: implicit force law on the row (usdphys.solver.forces; issue #5)
-MODE_FRICTION = 5  # joint friction: velocity row with a bounded impulse (issue #5)
-
-# composite joints (Chrono link classes; docs/schemas.md)
-COMPOSITE_NONE = 0
-COMPOSITE_REVOLUTE_SPHERICAL = 1  # (P1 - P0) . z0 = 0, |P1 - P0| = distance
-COMPOSITE_REVOLUTE_TRANSLATIONAL = 2  # z0 . x1 = z0 . y1 = 0, (P1 - P0) . z0 = 0, (P1 - P0) . x1 = distance
-
-
-def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product of (..., 4) xyzw quaternions."""
-    ax, ay, az, aw = np.moveaxis(np.asarray(a, float), -1, 0)
-    bx, by, bz, bw = np.moveaxis(np.asarray(b, float), -1, 0)
-    return np.stack(
-        [
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-            aw * bw - ax * bx - ay * by - az * bz,
-        ],
-        axis=-1,
-    )
-
-
-def quat_conj(q: np.ndarray) -> np.ndarray:
-    q = np.array(q, float)
-    q[..., :3] *= -1.0
-    return q
-
-
-def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate (..., 3) vectors by (..., 4) xyzw unit quaternions."""
-    q = np.asarray(q, float)
-    v = np.asarray(v, float)
-    u, w = q[..., :3], q[..., 3:4]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
-
-
-def quat_to_matrix(q: np.ndarray) -> np.ndarray:
-    """(..., 4) xyzw -> (..., 3, 3) rotation matrices acting on column vectors."""
-    eye = np.eye(3)
-    cols = [quat_rotate(q, eye[i]) for i in range(3)]
-    return np.stack(cols, axis=-1)
-
-
-def matrix_to_quat(m: np.ndarray) -> np.ndarray:
-    """(3, 3) rotation matrix (column-vector convention) -> xyzw unit quaternion."""
-    m = np.asarray(m, float)
-    tr = np.trace(m)
-    if tr > 0:
-        s = np.sqrt(tr + 1.0) * 2
-        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s]
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = np.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
-        q = [0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s, (m[2, 1] - m[1, 2]) / s]
-    elif m[1, 1] > m[2, 2]:
-        s = np.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
-        q = [(m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s, (m[0, 2] - m[2, 0]) / s]
-    else:
-        s = np.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
-        q = [(m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s, (m[1, 0] - m[0, 1]) / s]
-    q = np.array(q)
-    return q / np.linalg.norm(q)
+MODE_EQUAL, MODE_LOWER, MODE_UPPER, MODE_SOFT = RowMode.EQUAL, RowMode.LOWER, RowMode.UPPER, RowMode.SOFT
+MODE_LAW, MODE_FRICTION = RowMode.LAW, RowMode.FRICTION
+COMPOSITE_NONE = Composite.NONE
+COMPOSITE_REVOLUTE_SPHERICAL = Composite.REVOLUTE_SPHERICAL
+COMPOSITE_REVOLUTE_TRANSLATIONAL = Composite.REVOLUTE_TRANSLATIONAL
 
 
 @dataclass
@@ -183,13 +117,13 @@ class Model:
     joint_composite: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
     joint_composite_distance: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
-    # force elements, loads, motors, bushings, NewtonJointAPI (usdphys.elements.Elements, SI,
+    # force elements, loads, motors, bushings, NewtonJointAPI (usdphys.types.elements.Elements, SI,
     # points in body PRIM frames); None: none. The solver turns them into rows / loads
     # (usdphys.solver.forces). Shared by all worlds.
     elements: object = None
 
     # contact (issue #7; usdphys.solver.contact, docs/contact.md): collision shapes
-    # (usdphys.collision.ShapeTable, poses in the body PRIM frames) or None; "nsc" (hard) or
+    # (usdphys.types.shapes.ShapeTable, poses in the body PRIM frames) or None; "nsc" (hard) or
     # "smc" (compliant); body pairs that never collide (None: every pair joined by a joint,
     # the UsdPhysics default physics:collisionEnabled = false). Shared by all worlds.
     shapes: object = None

@@ -2,7 +2,7 @@
 
 USD builds its schema registry once, the first time anything asks for a prim definition
 (creating or opening a stage does). Plugins registered after that are not seen, and the
-registry cannot be rebuilt in-process. So `import usdphys` registers the plugin at once,
+registry cannot be rebuilt in-process. So `import usdphys.usd` registers the plugin at once,
 and every entry point calls `ensure_registered()`, which says what to do when the
 registry was built too early or when a clashing schema package is loaded.
 """
@@ -25,7 +25,7 @@ class SchemaRegistrationError(ImportError):
 def plugin_path() -> Path:
     """Folder holding plugInfo.json + generatedSchema.usda (put it on PXR_PLUGINPATH_NAME)."""
     here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "plugin", here / "_plugin"):  # source checkout, then wheel
+    for candidate in (here.parent.parent / "plugin", here.parent / "_plugin"):  # source checkout, then wheel
         if (candidate / "plugInfo.json").is_file():
             return candidate
     raise SchemaRegistrationError(
@@ -84,7 +84,7 @@ def ensure_registered() -> None:
     if not _registry_sees_us():
         raise SchemaRegistrationError(
             "USD's schema registry was built before the usdphys schemas were registered "
-            "(something created or opened a USD stage before `import usdphys`), and USD "
-            "cannot rebuild it in a running process. Import usdphys before using pxr.Usd, "
+            "(something created or opened a USD stage before `import usdphys.usd`), and USD "
+            "cannot rebuild it in a running process. Import usdphys.usd before using pxr.Usd, "
             f"or start Python with PXR_PLUGINPATH_NAME={plugin_path()}"
         )

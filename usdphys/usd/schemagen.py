@@ -4,8 +4,8 @@ Runs the usdGenSchema that ships inside usd-core (needs jinja2: `pip install -e 
 into a folder, then fills the @PLUG_INFO_*@ placeholders that usdGenSchema leaves for a
 build system: left in place, USD silently drops the whole plugin.
 
-    python -m usdphys.schemagen            # rewrite plugin/ in this checkout
-    python -m usdphys.schemagen --out DIR  # write elsewhere (the staleness test does this)
+    python -m usdphys.usd.schemagen            # rewrite plugin/ in this checkout
+    python -m usdphys.usd.schemagen --out DIR  # write elsewhere (the staleness test does this)
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_SOURCE = REPO_ROOT / "schemas" / "schema.usda"
 PLUGIN_DIR = REPO_ROOT / "plugin"
 GENERATED_FILES = ("plugInfo.json", "generatedSchema.usda")

@@ -1,0 +1,1 @@
+"""NumPy references that only the tests use (never shipped in the package)."""

@@ -1,0 +1,95 @@
+"""Integer codes shared by the host tables and the Warp kernels.
+
+Each is an IntEnum: the tables store the integers, the solver derives its Warp constants
+from these classes (never a hand-written copy), and error messages can name a value.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class RowKind(IntEnum):
+    """What a constraint row measures between frame 0 (on body0) and frame 1 (on body1)."""
+
+    LIN = 0  # e0[axis] . (P1 - P0): translation of frame 1 along an axis of frame 0
+    PERP = 1  # e0[a] . e1[b] (axis = 3 a + b): keeps two frame axes perpendicular
+    TWIST = 2  # angle of frame 1 about e0[axis] (radians)
+    DIST = 3  # |P1 - P0|
+    LIN1 = 4  # e1[axis] . (P1 - P0): along an axis of frame 1 (revolute-translational joint)
+
+
+class RowMode(IntEnum):
+    """How a row acts on what it measures."""
+
+    EQUAL = 0  # g = value
+    LOWER = 1  # g >= value (unilateral, impulse >= 0)
+    UPPER = 2  # g <= value
+    SOFT = 3  # implicit spring-damper towards value / target velocity (drive)
+    LAW = 4  # force element: implicit force law on the row
+    FRICTION = 5  # joint friction: velocity row with a bounded impulse
+
+
+class RowLaw(IntEnum):
+    """The force law of a RowMode.LAW row (docs/forces.md)."""
+
+    NONE = 0
+    LINEAR = 1  # f = P - k (g - x0) - c (gdot - v0)
+    PACKED = 2  # TSDA / RSDA curves and maps (types.laws.PackedLaws)
+    AXIAL = 3  # Exudyn-style axial law, built in or a user Warp function
+    ARMATURE = 4  # impulse -a (gdot_{n+1/2} - gdot_{n-1/2})
+    EFFORT = 5  # force motor: impulse h u(t_n)
+
+
+class RowMotor(IntEnum):
+    """The motor a row belongs to, if any."""
+
+    NONE = 0
+    POSITION = 1
+    VELOCITY = 2
+    FORCE = 3
+
+
+class Composite(IntEnum):
+    """Chrono link classes that are not a UsdPhysics joint (docs/schemas.md)."""
+
+    NONE = 0
+    REVOLUTE_SPHERICAL = 1  # (P1 - P0) . z0 = 0, |P1 - P0| = distance
+    REVOLUTE_TRANSLATIONAL = 2  # z0 . x1 = z0 . y1 = 0, (P1 - P0) . z0 = 0, (P1 - P0) . x1 = distance
+
+
+class MotorMode(IntEnum):
+    """MbdMotor's mbd:mode token."""
+
+    POSITION = 0
+    VELOCITY = 1
+    FORCE = 2
+
+
+class Resolve(IntEnum):
+    """The frame a load's vector is given in (MbdForce / MbdTorque mbd:frame)."""
+
+    WORLD = 0
+    BODY0 = 1
+    BODY1 = 2
+
+
+class ShapeType(IntEnum):
+    """Collision shape kinds (canonical axis +Z for capsule, cylinder and plane normal)."""
+
+    PLANE = 0
+    SPHERE = 1
+    CAPSULE = 2
+    BOX = 3
+    CYLINDER = 4
+    CONVEX = 5
+
+
+class TimeFunctionKind(IntEnum):
+    """Kinds of a packed time function u(t) (types.timefunc)."""
+
+    CONSTANT = 0
+    POLYNOMIAL = 1
+    SINE = 2
+    RAMP = 3
+    DATA = 4
+    STEP = 5
