@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from usdphys import plugin_path
-from usdphys.usd.schemagen import GENERATED_FILES, PLUGIN_DIR, generate
+from usdphys.usd.schemagen import GENERATED_FILES, PLUGIN_DIR, TOKENS_MODULE, generate, tokens_source
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,6 +33,17 @@ def test_plugin_dir_is_up_to_date(tmp_path):
         fresh = (tmp_path / name).read_text()
         committed = (PLUGIN_DIR / name).read_text()
         assert fresh == committed, f"plugin/{name} is stale: run `python -m usdphys.usd.schemagen`"
+    fresh_tokens = tokens_source(tmp_path / "generatedSchema.usda")
+    assert fresh_tokens == TOKENS_MODULE.read_text(), "usdphys/usd/tokens.py is stale: run `python -m usdphys.usd.schemagen`"
+
+
+def test_tokens_name_every_schema_property():
+    from usdphys.usd.tokens import Tokens
+
+    assert Tokens.MbdSpringDamper == "MbdSpringDamper"
+    assert Tokens.mbdRestLength == "mbd:restLength"
+    assert Tokens.newtonDofs == "newton:dofs"
+    assert Tokens.mbdFunctionType == "mbd:function:type"
 
 
 def test_plugin_path_command_prints_the_plugin_folder():

@@ -1,4 +1,5 @@
-"""Regenerate the codeless schema plugin (plugin/) from schemas/schema.usda.
+"""Regenerate the codeless schema plugin (plugin/) and the Python tokens module
+(usdphys/usd/tokens.py) from schemas/schema.usda.
 
 Runs the usdGenSchema that ships inside usd-core (needs jinja2: `pip install -e .[dev]`)
 into a folder, then fills the @PLUG_INFO_*@ placeholders that usdGenSchema leaves for a
@@ -19,6 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_SOURCE = REPO_ROOT / "schemas" / "schema.usda"
 PLUGIN_DIR = REPO_ROOT / "plugin"
 GENERATED_FILES = ("plugInfo.json", "generatedSchema.usda")
+TOKENS_MODULE = REPO_ROOT / "usdphys" / "usd" / "tokens.py"
 
 # Codeless plugin: no library to load; resources sit next to plugInfo.json.
 _PLACEHOLDERS = {
@@ -53,12 +55,60 @@ def generate(out_dir: Path, schema: Path = SCHEMA_SOURCE) -> list[Path]:
     return written
 
 
+def token_identifier(name: str) -> str:
+    """usdGenSchema's token naming: namespaces joined in camelCase (mbd:function:type ->
+    mbdFunctionType); characters that cannot stand in a Python name become '_'."""
+    parts = name.split(":")
+    ident = parts[0] + "".join(p[:1].upper() + p[1:] for p in parts[1:])
+    ident = "".join(c if c.isalnum() or c == "_" else "_" for c in ident)
+    return ident if ident[:1].isalpha() else "_" + ident
+
+
+def tokens_source(generated_schema: Path) -> str:
+    """The text of usdphys/usd/tokens.py for a generatedSchema.usda: every schema type name,
+    property name and allowed token value of the plugin, as class attributes of Tokens."""
+    from pxr import Sdf
+
+    layer = Sdf.Layer.FindOrOpen(str(generated_schema))
+    names: dict[str, str] = {}
+
+    def add(value: str) -> None:
+        ident = token_identifier(value)
+        if names.setdefault(ident, value) != value:
+            raise RuntimeError(f"tokens {names[ident]!r} and {value!r} map to the same name {ident!r}")
+
+    for prim in layer.rootPrims:
+        if prim.name == "GLOBAL":
+            continue
+        add(prim.name)
+        for prop in prim.properties:
+            add(prop.name)
+            for token in (prop.GetInfo("allowedTokens") if prop.HasInfo("allowedTokens") else []) or []:
+                add(str(token))
+    lines = [
+        '"""Schema type names, property names and allowed token values of the usdphys plugin.',
+        "",
+        "Generated from schemas/schema.usda by `python -m usdphys.usd.schemagen`; do not edit",
+        "(tests/test_plugin.py fails when it is stale). Named like usdGenSchema's C++ tokens:",
+        "namespaces joined in camelCase, e.g. Tokens.mbdRestLength == \"mbd:restLength\".",
+        '"""',
+        "",
+        "",
+        "class Tokens:",
+    ]
+    lines += [f"    {ident} = {value!r}" for ident, value in sorted(names.items(), key=lambda kv: kv[0].lower())]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=PLUGIN_DIR, help="output folder (default: plugin/)")
     args = parser.parse_args(argv)
     for path in generate(args.out):
         print(f"wrote {path}")
+    if args.out == PLUGIN_DIR:
+        TOKENS_MODULE.write_text(tokens_source(PLUGIN_DIR / "generatedSchema.usda"))
+        print(f"wrote {TOKENS_MODULE}")
     return 0
 
 
