@@ -94,3 +94,14 @@ def quat_from_matrix(r: np.ndarray) -> np.ndarray:
     """Quaternion (x, y, z, w) of a proper rotation matrix, w >= 0 (a canonical sign)."""
     q = matrix_to_quat(r)
     return q if q[3] >= 0.0 else -q
+
+
+def polar_rotation(linear: np.ndarray) -> np.ndarray:
+    """Rotation part (x, y, z, w) of a 3x3 linear map on column vectors, by polar
+    decomposition (SVD); a reflection is folded into the scale, so the result is proper."""
+    u, _, vt = np.linalg.svd(np.asarray(linear, float))
+    r = u @ vt
+    if np.linalg.det(r) < 0:
+        u[:, -1] *= -1
+        r = u @ vt
+    return matrix_to_quat(r)

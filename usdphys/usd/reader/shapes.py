@@ -34,7 +34,8 @@ from usdphys.types.shapes import (
 _SCALE_RTOL = 1e-6
 
 
-_AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
+# USD axis tokens (UsdGeom shapes, UsdPhysics joints) -> index.
+AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
 
 
 def _decompose(path: str, a: np.ndarray, axis: int | None):
@@ -217,7 +218,7 @@ class _Reader:
             else:
                 radius = _attr(prim, "radius", 0.5 if capsule else 1.0)
             height = _attr(prim, "height", 1.0 if capsule else 2.0)
-            axis = _AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
+            axis = AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
             rot, s = _decompose(path, a, axis)
             if not _equal(s[0], s[1]):
                 raise UsdphysError(
@@ -227,7 +228,7 @@ class _Reader:
             h = 0.5 * _positive(path, "height", height) * s[2] * mpu
             geo = (SHAPE_CAPSULE if capsule else SHAPE_CYLINDER, rot, (r, h, 0.0), None, t)
         elif prim.IsA(UsdGeom.Plane):
-            axis = _AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
+            axis = AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
             rot, _s = _decompose(path, a, axis)
             # the normal is the image of the local axis direction (a mirror keeps it: the
             # flipped axis is a tangent one)
