@@ -1,4 +1,4 @@
-"""`usdphys check STAGE`: validate our schemas on a stage, plus usd-core's own validators.
+"""Validate our schemas on a stage (`usdphys check`), plus usd-core's own validators.
 
 One finding per problem: severity, prim path, rule id, message. Errors make the command
 exit 1. Rule ids are stable strings so scripts and tests can match them.
@@ -7,15 +7,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
-from pxr import Sdf, Usd, UsdPhysics, UsdValidation
+from pxr import Usd, UsdPhysics, UsdValidation
 
-from usdphys.errors import UsdphysError
 from usdphys.usd.plugin import ensure_registered
 from usdphys.usd.tokens import Tokens
-
-HELP = "validate usdphys / NewtonJointAPI schemas on a stage (and run usd-core's validators)"
 
 NEWTON_API = Tokens.NewtonJointAPI
 NEWTON_DOFS = Tokens.newtonDofs
@@ -312,35 +308,3 @@ def check_stage(stage: Usd.Stage, usd_core: bool = True) -> list[Finding]:
     if usd_core:
         findings.extend(_usd_core_findings(stage))
     return findings
-
-
-def open_stage(path: str | Path) -> Usd.Stage:
-    """Open a stage for reading, or raise UsdphysError saying why not."""
-    p = Path(path)
-    if not p.is_file():
-        raise UsdphysError(f"{p}: no such file")
-    try:
-        stage = Usd.Stage.Open(str(p))
-    except Exception as exc:  # USD raises Tf.ErrorException with its parser message
-        raise UsdphysError(f"{p}: cannot open as a USD stage: {str(exc).strip()}") from None
-    if stage is None:
-        raise UsdphysError(f"{p}: cannot open as a USD stage")
-    return stage
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("stage", help="USD file to check")
-    parser.add_argument("--no-usd-core", action="store_true", help="skip usd-core's own validators")
-    parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
-
-
-def run(args) -> int:
-    stage = open_stage(args.stage)
-    findings = check_stage(stage, usd_core=not args.no_usd_core)
-    errors = [f for f in findings if f.severity == "error"]
-    for f in findings:
-        if f.severity == "error" or not args.quiet:
-            print(f)
-    warnings = len(findings) - len(errors)
-    print(f"{args.stage}: {len(errors)} error(s), {warnings} warning(s)")
-    return 1 if errors else 0

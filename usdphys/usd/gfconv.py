@@ -1,4 +1,4 @@
-"""Gf values -> NumPy in the host convention of usdphys.math3d.
+"""Gf values <-> NumPy in the host convention of usdphys.math3d.
 
 USD stores quaternions scalar-first (GfQuat: real, imaginary) and matrices for row vectors
 (translation in the last row); the host code uses (x, y, z, w) quaternions and matrices that
@@ -8,6 +8,7 @@ happens in one place.
 from __future__ import annotations
 
 import numpy as np
+from pxr import Gf
 
 IDENTITY_QUAT = (0.0, 0.0, 0.0, 1.0)
 
@@ -39,3 +40,19 @@ def linear_and_translation(m) -> tuple[np.ndarray, np.ndarray]:
     """GfMatrix4d -> (3x3 linear part acting on column vectors, translation)."""
     a = row_matrix(m)
     return a[:3, :3].T, a[3, :3].copy()
+
+
+def matrix_from_gf(m) -> np.ndarray:
+    """GfMatrix4d (row-vector convention) -> 4x4 float64 acting on column vectors."""
+    return row_matrix(m).T
+
+
+def matrix_to_gf(m: np.ndarray) -> Gf.Matrix4d:
+    """4x4 acting on column vectors -> GfMatrix4d (row-vector convention)."""
+    return Gf.Matrix4d(np.asarray(m, float).T.tolist())
+
+
+def quat_to_gf(q: np.ndarray, cls=Gf.Quatd):
+    """(x, y, z, w) -> a Gf quaternion of type cls (Gf.Quatd, Gf.Quatf, ...)."""
+    x, y, z, w = (float(v) for v in q)
+    return cls(w, x, y, z)

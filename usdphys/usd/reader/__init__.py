@@ -48,23 +48,7 @@ class StageDefaults:
     end_time: float | None = None
 
 
-def open_stage(path: str | os.PathLike) -> Usd.Stage:
-    """Open a USD file or raise a UsdphysError that says why."""
-    p = os.fspath(path)
-    if not os.path.exists(p):
-        raise UsdphysError(f"{p}: no such file")
-    if os.path.isdir(p):
-        raise UsdphysError(f"{p}: is a folder, expected a USD file")
-    if not os.access(p, os.R_OK):
-        raise UsdphysError(f"{p}: file is not readable")
-    try:
-        stage = Usd.Stage.Open(p)
-    except Exception as exc:  # pxr raises Tf.ErrorException with a long text
-        first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise UsdphysError(f"{p}: USD cannot open the file ({first})") from None
-    if stage is None:
-        raise UsdphysError(f"{p}: USD cannot open the file")
-    return stage
+from usdphys.usd.stage import open_stage  # noqa: E402,F401  (one opener for every command; kept importable here)
 
 
 class _Warner:
