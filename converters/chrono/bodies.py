@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 from pxr import UsdGeom, UsdPhysics
 
+from usdphys import math3d as m3
+
 from . import frames as F
 from . import shapes
 from .state import RAD2DEG, Body, ConversionState, qd, qf, v3d, v3f
@@ -14,11 +16,11 @@ def convert_bodies(st: ConversionState) -> None:
     for i, b, yp in st.items("bodies"):
         fixed = bool(b.get("fixed", False))
         pos = np.asarray(b["location"], float)
-        rot = st.rotation(b["orientation"], yp + ("orientation",)) if "orientation" in b else np.array([1.0, 0, 0, 0])
+        rot = st.rotation(b["orientation"], yp + ("orientation",)) if "orientation" in b else F.QUAT_IDENTITY
         com = b.get("com") or {}
         com_pos = np.asarray(com.get("location", (0, 0, 0)), float)
         com_rot = (st.rotation(com["orientation"], yp + ("com", "orientation"))
-                   if "orientation" in com else np.array([1.0, 0, 0, 0]))
+                   if "orientation" in com else F.QUAT_IDENTITY)
         prim = st.item_prim(scope, b["name"], "Xform", yp)
         body = Body(b["name"], prim.GetPath(), pos, rot, com_pos, com_rot, fixed, i)
         st.bodies[b["name"]] = body
@@ -36,7 +38,7 @@ def convert_bodies(st: ConversionState) -> None:
             if "initial_linear_velocity" in b:  # COM velocity, model frame
                 rb.CreateVelocityAttr(v3f(b["initial_linear_velocity"]))
             if "initial_angular_velocity" in b:  # rad/s in COM-frame axes -> deg/s, world
-                w = body.R @ F.quat_to_mat(com_rot) @ np.asarray(b["initial_angular_velocity"], float)
+                w = body.R @ m3.quat_to_matrix(com_rot) @ np.asarray(b["initial_angular_velocity"], float)
                 rb.CreateAngularVelocityAttr(v3f(w * RAD2DEG))
         for key in ("lin_vel", "ang_vel"):
             if key in b:  # already warned as unknown; say what to use instead
@@ -73,5 +75,5 @@ def _mass(st: ConversionState, prim, b, yp, com_pos, com_rot) -> None:
     mapi.CreateMassAttr(mass)
     mapi.CreateCenterOfMassAttr(v3f(com_pos))
     mapi.CreateDiagonalInertiaAttr(v3f(diag))
-    axes = F.quat_mul(com_rot, F.mat_to_quat(r_p))  # principal frame in the body prim frame
+    axes = m3.quat_mul(com_rot, m3.quat_from_matrix(r_p))  # principal frame in the body prim frame
     mapi.CreatePrincipalAxesAttr(qf(axes))

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from usdphys import math3d as m3
 from usdphys.usd.tokens import Tokens
 
-from . import frames as F
 from .functions import author_function
 from .state import ConversionState, set_attr, set_rel, v3d
 
@@ -15,7 +15,7 @@ def convert_body_loads(st: ConversionState) -> None:
     for i, ld, yp in st.items("body_loads"):
         body = st.body_ref(ld, "body", yp)
         kind = str(ld["type"]).upper()
-        r_com = F.quat_to_mat(body.com_rot)
+        r_com = m3.quat_to_matrix(body.com_rot)
         vec = np.asarray(ld["load"], float)
         local = bool(ld["local_load"])
         if local:  # Chrono "local" = the COM frame -> body prim axes

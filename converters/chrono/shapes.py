@@ -117,7 +117,7 @@ def _shape(st: ConversionState, parent: Sdf.Path, s: dict, yp: tuple, collision:
                 for g in mesh.groups]
     prim = _mesh_prim(st, path, mesh.points, mesh.triangles)
     rot = (st.rotation(s["orientation"], yp + ("orientation",)) if "orientation" in s
-           else np.array([1.0, 0, 0, 0]))
+           else F.QUAT_IDENTITY)
     xf = UsdGeom.Xformable(prim)
     xf.AddTranslateOp(UsdGeom.XformOp.PrecisionDouble).Set(v3d(loc))
     xf.AddOrientOp(UsdGeom.XformOp.PrecisionDouble).Set(qd(rot))

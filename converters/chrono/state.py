@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, Vt
 
+from usdphys import math3d as m3
 from usdphys.errors import warn as _log_warning
 
 from . import frames as F
@@ -32,11 +33,12 @@ def v3f(v) -> Gf.Vec3f:
 
 
 def qd(q) -> Gf.Quatd:
-    return Gf.Quatd(float(q[0]), Gf.Vec3d(float(q[1]), float(q[2]), float(q[3])))
+    """(x, y, z, w) -> GfQuatd (scalar first): the USD edge of the quaternion order."""
+    return Gf.Quatd(float(q[3]), Gf.Vec3d(float(q[0]), float(q[1]), float(q[2])))
 
 
 def qf(q) -> Gf.Quatf:
-    return Gf.Quatf(float(q[0]), Gf.Vec3f(float(q[1]), float(q[2]), float(q[3])))
+    return Gf.Quatf(float(q[3]), Gf.Vec3f(float(q[0]), float(q[1]), float(q[2])))
 
 
 def set_attr(prim: Usd.Prim, name: str, value) -> None:
@@ -59,7 +61,7 @@ class Body:
     name: str
     path: Sdf.Path
     pos: np.ndarray
-    rot: np.ndarray  # quaternion (w, x, y, z), body reference frame in the model frame
+    rot: np.ndarray  # quaternion (x, y, z, w), body reference frame in the model frame
     com_pos: np.ndarray
     com_rot: np.ndarray
     fixed: bool
@@ -68,13 +70,13 @@ class Body:
 
     @property
     def R(self) -> np.ndarray:
-        return F.quat_to_mat(self.rot)
+        return m3.quat_to_matrix(self.rot)
 
     def local_point(self, p_world) -> np.ndarray:
         return self.R.T @ (np.asarray(p_world, float) - self.pos)
 
     def local_rot(self, r_world: np.ndarray) -> np.ndarray:
-        return F.quat_mul(F.quat_conj(self.rot), F.mat_to_quat(r_world))
+        return m3.quat_mul(m3.quat_conj(self.rot), m3.quat_from_matrix(r_world))
 
 
 class Names:
@@ -153,9 +155,10 @@ class ConversionState:
 
     # -- small readers with semantics -----------------------------------------------------------
     def rotation(self, value, ypath: tuple) -> np.ndarray:
+        """A YAML orientation (Cardan angles, or Chrono's scalar-first quaternion) -> (x, y, z, w)."""
         if len(value) == 3:
             return F.euler_zyx(value, self.deg)
-        q = np.asarray(value, float)
+        q = np.asarray(value, float)[[1, 2, 3, 0]]
         n = float(np.linalg.norm(q))
         if n < 1e-12:
             raise self.doc.error(ypath, "quaternion has zero length")
