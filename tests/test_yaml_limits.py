@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +140,33 @@ def test_converting_a_bomb_writes_nothing_and_leaves_the_input(tmp_path):
         convert_file(src, out)
     assert not out.exists() and src.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bomb.yaml"]
+
+
+# ---------------------------------------------------------------------- found by the fuzz test
+def test_merge_of_a_non_mapping_is_an_error_with_its_line(tmp_path):
+    path = tmp_path / "merge.yaml"
+    path.write_text("model:\n  name: m\n  <<: 1\n")
+    with pytest.raises(UsdphysError) as exc:
+        load(path)
+    assert str(exc.value).startswith(f"{path}:3: model: bad merge key (<<)")
+
+
+BUSHING = Path(__file__).resolve().parents[1] / "assets" / "chrono-yaml" / "data" / "yaml" / "mbs" / "model_bushing.yaml"
+
+
+@pytest.mark.parametrize("value, message", [
+    ("5.0", "wrong type: expected a list, got number 5.0"),  # a scalar where a vector goes
+    ("[.inf, 0, 0]", "must be a finite number, got inf"),
+    ("[.nan, 0, 0]", "must be a finite number, got nan"),
+    ("[1e400, 0, 0]", "must be a finite number, got inf"),  # overflows to inf
+])
+def test_bad_body_load_values_are_errors_naming_the_field(tmp_path, value, message):
+    text = BUSHING.read_text()
+    assert "load: [0, 0, -8e3]" in text
+    src = tmp_path / "model_bushing.yaml"
+    src.write_text(text.replace("load: [0, 0, -8e3]", f"load: {value}"))
+    out = tmp_path / "out.usda"
+    with pytest.raises(UsdphysError) as exc:
+        convert_file(src, out)
+    assert str(exc.value).startswith(f"{src}:68: model.body_loads[0].load") and message in str(exc.value)
+    assert not out.exists()

@@ -237,7 +237,12 @@ def _build(doc: Doc, loader: _Loader, node, path: tuple, budget: _Budget, in_ali
     in_alias = _count(budget, node, path, in_alias)
     doc.lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)  # merge keys (<<)
+        try:
+            loader.flatten_mapping(node)  # merge keys (<<)
+        except yaml.MarkedYAMLError as exc:  # `<<: 1`: a merge of something not a mapping
+            mark = exc.problem_mark or node.start_mark
+            raise UsdphysError(f"{doc.path}:{mark.line + 1}: {format_path(path)}: bad merge key (<<): "
+                               f"{exc.problem}") from None
         out: dict = {}
         for knode, vnode in node.value:
             if not isinstance(knode, yaml.ScalarNode):  # checked before building: it may be an alias bomb
