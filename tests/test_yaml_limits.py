@@ -170,3 +170,11 @@ def test_bad_body_load_values_are_errors_naming_the_field(tmp_path, value, messa
         convert_file(src, out)
     assert str(exc.value).startswith(f"{src}:68: model.body_loads[0].load") and message in str(exc.value)
     assert not out.exists()
+
+
+def test_unreadable_text_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("model: {name: caf\xe9}\n".encode("latin-1"))
+    with pytest.raises(UsdphysError) as exc:
+        load(path)
+    assert str(exc.value).startswith(f"{path}: cannot read:")
