@@ -10,9 +10,9 @@
    Reported: world-steps/s after warm-up, and after 2 s the crank angle error against
    2 pi t and the slider's distance from the closed form x = r cos q + sqrt(l^2 - r^2 sin^2 q)
    of the commanded angle (tracking + loop error, metres).
-2. Chrono's own slider-crank (../shared/chrono-yaml/data/yaml/mbs/mbs.yaml: speed motor with
+2. Chrono's own slider-crank (assets/chrono-yaml/data/yaml/mbs/mbs.yaml: speed motor with
    a repeated data function, a TSDA and a second slider; converted by usdphys.converters),
-   usdphys only, when ../shared is beside the repository.
+   usdphys only.
 
 Newton runs in a worker process: `import newton` loads the newton-usd-schemas plugin, whose
 scalar NewtonJointAPI cannot share a process with ours.
@@ -31,7 +31,7 @@ import numpy as np
 from _timing import time_solver
 
 ROOT = Path(__file__).resolve().parents[1]
-CHRONO = ROOT.parent / "shared" / "chrono-yaml" / "data" / "yaml" / "mbs" / "mbs.yaml"
+CHRONO = ROOT / "assets" / "chrono-yaml" / "data" / "yaml" / "mbs" / "mbs.yaml"
 DT = 1e-3
 R_CRANK, L_ROD, OMEGA = 0.25, 1.0, 2 * math.pi
 DURATION = 2.0

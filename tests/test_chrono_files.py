@@ -1,4 +1,4 @@
-"""Every Chrono YAML file shipped in shared/chrono-yaml: MBS model and simulation files (and
+"""Every Chrono YAML file copied into assets/chrono-yaml: MBS model and simulation files (and
 FSI / VEHICLE / FEA files for their multibody part) convert to a stage that opens, parses with
 usd-core's UsdPhysics parser and passes `usdphys check`; non-MBS files (solver files, SPH/TDPF
 fluid files) are refused with a clear message."""
@@ -15,15 +15,12 @@ from usdphys.converters.chrono import convert, convert_file
 from usdphys.errors import UsdphysError
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"  # CI: a fresh clone with shared/ beside it
-CHRONO = SHARED / "chrono-yaml"
-FILES = sorted(p for p in CHRONO.rglob("*.yaml") if "schema" not in p.parts) if CHRONO.is_dir() else []
-
-needs_shared = pytest.mark.skipif(not CHRONO.is_dir(), reason=f"shared Chrono files not found at {CHRONO}")
+CHRONO = REPO / "assets" / "chrono-yaml"  # verbatim Chrono files, upstream layout (see its README.md)
+FILES = sorted(p for p in CHRONO.rglob("*.yaml") if "schema" not in p.parts)
 
 
 def _expected(path: Path) -> str:
-    """'ok' or 'refused' for each shared file, by what it is."""
+    """'ok' or 'refused' for each copied file, by what it is."""
     name = path.name
     if name.startswith("solver_") or name == "mbs_solver.yaml":
         return "refused"  # solver settings only: convert the simulation file that names it
@@ -36,17 +33,15 @@ def _rel(p: Path) -> str:
     return str(p.relative_to(CHRONO))
 
 
-@needs_shared
-def test_the_shared_tree_is_what_we_expect():
+def test_the_chrono_tree_is_what_we_expect():
     # Guard against an empty glob hiding every case: the snapshot has these files.
     names = {_rel(p) for p in FILES}
     assert "data/yaml/mbs/mbs.yaml" in names and "data/yaml/fsi/sphere_decay/fsi_sphere_decay.yaml" in names
     assert sum(_expected(p) == "ok" for p in FILES) >= 30
 
 
-@needs_shared
 @pytest.mark.parametrize("path", FILES, ids=_rel)
-def test_every_shared_file(path, tmp_path):
+def test_every_chrono_file(path, tmp_path):
     from usdphys.usd.check import check_stage
 
     out = tmp_path / "out.usda"
@@ -84,7 +79,6 @@ EXPECTED_COUNTS = {
 }
 
 
-@needs_shared
 @pytest.mark.parametrize("rel", sorted(EXPECTED_COUNTS))
 def test_counts(rel):
     stage = convert(CHRONO / rel)
@@ -99,7 +93,6 @@ def test_counts(rel):
     assert got == EXPECTED_COUNTS[rel]
 
 
-@needs_shared
 def test_simulation_file_settings_reach_the_scene():
     stage = convert(CHRONO / "data/yaml/mbs/mbs_controller.yaml")
     scene = stage.GetPrimAtPath(stage.GetDefaultPrim().GetPath().AppendChild("PhysicsScene"))
@@ -114,7 +107,6 @@ def test_simulation_file_settings_reach_the_scene():
     assert scene.GetAttribute("mbd:timeStep").HasAuthoredValue()
 
 
-@needs_shared
 def test_fsi_file_converts_its_mbs_part_and_warns_about_the_fluid():
     warnings: list[str] = []
     stage = convert(CHRONO / "data/yaml/fsi/sphere_decay/fsi_sphere_decay.yaml", warnings)
@@ -125,7 +117,6 @@ def test_fsi_file_converts_its_mbs_part_and_warns_about_the_fluid():
     assert not scene.GetAttribute("mbd:endTime").HasAuthoredValue() or scene.GetAttribute("mbd:endTime").Get() == 100
 
 
-@needs_shared
 def test_known_warnings_of_real_files():
     w: list[str] = []
     convert(CHRONO / "data/yaml/mbs/model_bushing.yaml", w)

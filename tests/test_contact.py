@@ -531,13 +531,11 @@ def test_convex_hull_mesh_body_rests_on_a_plane():
 
 
 # ------------------------------------------------------------------------------ Chrono models
-CHRONO = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "chrono-yaml", "data", "yaml", "mbs")
+CHRONO = os.path.join(os.path.dirname(__file__), "..", "assets", "chrono-yaml", "data", "yaml", "mbs")
 
 
 def _chrono(name):
     path = os.path.join(CHRONO, name)
-    if not os.path.exists(path):
-        pytest.skip(f"shared Chrono files not found at {CHRONO}")
     from usdphys.converters.chrono import convert
 
     return convert(path)

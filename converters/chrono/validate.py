@@ -7,6 +7,7 @@ become warnings, as Chrono's parser ignores unknown keys.
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from importlib import resources
 
@@ -90,10 +91,23 @@ def _message(error: jsonschema.ValidationError) -> tuple[tuple, str]:
     return path, error.message
 
 
+def _non_finite(data, path: tuple):
+    """Paths of every NaN or infinite number in data (YAML's .nan, .inf, or 1e400 overflowing)."""
+    if isinstance(data, float) and not math.isfinite(data):
+        yield path, data
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            yield from _non_finite(v, path + (k,))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _non_finite(v, path + (i,))
+
+
 def validate(doc: Doc, schema_name: str, definition: str | None = None, base: tuple = ()) -> list[tuple]:
     """Validate doc.data (or the part at `base`) against a schema.
 
-    Raises UsdphysError listing every error (file:line: field: message); returns the unknown
+    Raises UsdphysError listing every error (file:line: field: message), NaN and infinities
+    included wherever they are; returns the unknown
     keys as (path, warning message) pairs."""
     data = doc.data
     for p in base:
@@ -114,6 +128,10 @@ def validate(doc: Doc, schema_name: str, definition: str | None = None, base: tu
             continue
         path, msg = _message(err)
         errors.append(f"{doc.where(base + path)}: {format_path(base + path)}: {msg}")
+    # JSON Schema's "number" admits NaN and infinities; no Chrono quantity is meaningful as
+    # one, and they would reach the stage (or the solver) silently
+    for path, value in _non_finite(data, base):
+        errors.append(f"{doc.where(path)}: {format_path(path)}: must be a finite number, got {value!r}")
     if errors:
         more = f"\n... and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
         raise UsdphysError("\n".join(errors[:MAX_ERRORS]) + more)
