@@ -1,27 +1,149 @@
 """The `usdphys` command: a thin face over the Python API.
 
-Each subcommand lives in its own module exposing
-    HELP: str                        one-line help
-    add_arguments(parser) -> None
-    run(args) -> int                 exit status
-Bad input raises UsdphysError: printed as one clear line, exit 1, never a traceback.
+    convert      usdphys.converters.chrono.convert_file
+    check        usdphys.usd.check.check_stage
+    assemble     usdphys.usd.assemble.assemble_to_layer
+    simulate     usdphys.simulate.simulate
+    plugin-path  usdphys.usd.plugin.plugin_path
+
+Each subcommand is an argparse setup plus a function args -> exit status. pxr, Warp and the
+converters load only once a command runs (so --help and --version stay quick), and the
+schemas are registered before any command runs. Bad input raises UsdphysError: printed as
+one clear line, exit 1, never a traceback.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
+from pathlib import Path
 
 from usdphys.errors import UsdphysError
 
-# subcommand name -> module implementing it
+# `usdphys assemble`: written, but some body stayed unresolved or some mate's frames do not
+# coincide (listed). 0 is complete, 1 bad input (nothing written).
+EXIT_INCOMPLETE = 2
+
+
+# ---------------------------------------------------------------------------- convert
+def _convert_arguments(parser) -> None:
+    parser.add_argument("input", help="Chrono YAML model file or simulation file (type: MBS, FSI, VEHICLE)")
+    parser.add_argument("-o", "--output", required=True, help="output stage (.usda, .usdc or .usd)")
+
+
+def _convert(args) -> int:
+    src = Path(args.input)
+    if src.suffix.lower() not in (".yaml", ".yml"):
+        raise UsdphysError(f"{src}: unknown input format (expected a Chrono .yaml / .yml file)")
+    if not src.is_file():
+        raise UsdphysError(f"{src}: file not found")
+    from usdphys.converters.chrono import convert_file
+
+    convert_file(src, args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- check
+def _check_arguments(parser) -> None:
+    parser.add_argument("stage", help="USD file to check")
+    parser.add_argument("--no-usd-core", action="store_true", help="skip usd-core's own validators")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
+
+
+def _check(args) -> int:
+    from usdphys.usd.check import check_stage
+    from usdphys.usd.stage import open_stage
+
+    findings = check_stage(open_stage(args.stage), usd_core=not args.no_usd_core)
+    errors = [f for f in findings if f.severity == "error"]
+    for f in findings:
+        if f.severity == "error" or not args.quiet:
+            print(f)
+    warnings = len(findings) - len(errors)
+    print(f"{args.stage}: {len(errors)} error(s), {warnings} warning(s)")
+    return 1 if errors else 0
+
+
+# ---------------------------------------------------------------------------- assemble
+def _assemble_arguments(parser) -> None:
+    parser.add_argument("input", help="USD stage to assemble (not modified)")
+    parser.add_argument("-o", "--output", required=True, help="new layer to write (.usda/.usdc/.usd)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+
+
+def _assemble(args) -> int:
+    from usdphys.usd.assemble import assemble_to_layer
+    from usdphys.usd.stage import check_output_path, export_layer_atomic
+
+    out = check_output_path(args.output, args.input)
+    layer, report = assemble_to_layer(args.input, out)
+    export_layer_atomic(layer, out)
+    if args.quiet:
+        problems = [line for line in report.summary().splitlines() if line.startswith(("UNRESOLVED", "UNSATISFIED"))]
+        if problems:
+            print("\n".join(problems))
+    else:
+        print(report.summary())
+        print(f"wrote {out}")
+    return 0 if report.complete else EXIT_INCOMPLETE
+
+
+# ---------------------------------------------------------------------------- simulate
+def _simulate_arguments(parser) -> None:
+    parser.add_argument("input", help="USD stage to simulate (never modified)")
+    parser.add_argument("-o", "--output", required=True, help="result layer (.usda/.usdc/.usd); sublayers INPUT")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="simulated seconds (default: mbd:endTime on the PhysicsScene, else 5)")
+    parser.add_argument("--dt", type=float, default=None,
+                        help="largest time step in seconds; rounded down to divide 1/fps "
+                             "(default: mbd:timeStep on the PhysicsScene, else 0.001)")
+    parser.add_argument("--fps", type=float, default=None, help="output frames per second (default 60)")
+    parser.add_argument("--device", default=None, help="Warp device: cpu or cuda (default: Warp's default)")
+    parser.add_argument("--worlds", type=int, default=1,
+                        help="simulate N copies at once (benchmarking); world 0 is written")
+
+
+def _simulate(args) -> int:
+    from usdphys.simulate import simulate
+    from usdphys.usd.stage import check_output_path
+
+    check_output_path(args.output, args.input)  # fail before minutes of simulation
+    if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
+        raise UsdphysError(f"--device {args.device}: expected cpu or cuda")
+    result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
+                      worlds=args.worlds, progress=True)
+    out = result.write(args.output)
+    print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
+          f"(dt = {result.dt:.6g} s)")
+    return 0
+
+
+# ---------------------------------------------------------------------------- plugin-path
+def _plugin_path_arguments(parser) -> None:
+    parser.add_argument("--export", action="store_true", help="print a shell `export` line instead")
+
+
+def _plugin_path(args) -> int:
+    from usdphys.usd.plugin import plugin_path
+
+    path = plugin_path()
+    print(f"export PXR_PLUGINPATH_NAME={path}${{PXR_PLUGINPATH_NAME:+:$PXR_PLUGINPATH_NAME}}" if args.export else path)
+    return 0
+
+
+# name: (one-line help, argparse setup, run)
 SUBCOMMANDS = {
-    "convert": "usdphys.converters.cli",
-    "check": "usdphys.usd.check",
-    "assemble": "usdphys.assemble_cli",
-    "simulate": "usdphys.simulate_cli",
-    "plugin-path": "usdphys.plugin_cli",
+    "convert": ("convert a Chrono YAML model or simulation file into a USD stage (.usda / .usdc)",
+                _convert_arguments, _convert),
+    "check": ("validate usdphys / NewtonJointAPI schemas on a stage (and run usd-core's validators)",
+              _check_arguments, _check),
+    "assemble": ("place bodies and systems from mate connectors (OpenPLX SNAP) into a new layer",
+                 _assemble_arguments, _assemble),
+    "simulate": ("simulate a UsdPhysics stage and write body motion as time samples in a new layer",
+                 _simulate_arguments, _simulate),
+    "plugin-path": ("print the folder to put on PXR_PLUGINPATH_NAME (usdview and other USD apps)",
+                    _plugin_path_arguments, _plugin_path),
 }
 
 
@@ -30,16 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, module_name in SUBCOMMANDS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:  # a real missing dependency, not an absent command
-                raise
-            continue
-        sp = sub.add_parser(name, help=module.HELP, description=module.HELP)
-        module.add_arguments(sp)
-        sp.set_defaults(_run=module.run)
+    for name, (help_text, add_arguments, run) in SUBCOMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        add_arguments(sp)
+        sp.set_defaults(_run=run)
     return parser
 
 
@@ -51,12 +167,12 @@ def _version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
+    args = build_parser().parse_args(argv)
     try:
-        parser = build_parser()
+        import usdphys.usd  # noqa: F401  (registers the schemas every command relies on)
     except ImportError as exc:  # e.g. schema registration refused (clash), said clearly
         print(f"usdphys: error: {exc}", file=sys.stderr)
         return 1
-    args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)
     except UsdphysError as exc:

@@ -94,3 +94,33 @@ def quat_from_matrix(r: np.ndarray) -> np.ndarray:
     """Quaternion (x, y, z, w) of a proper rotation matrix, w >= 0 (a canonical sign)."""
     q = matrix_to_quat(r)
     return q if q[3] >= 0.0 else -q
+
+
+def polar_rotation(linear: np.ndarray) -> np.ndarray:
+    """Rotation part (x, y, z, w) of a 3x3 linear map on column vectors, by polar
+    decomposition (SVD); a reflection is folded into the scale, so the result is proper."""
+    u, _, vt = np.linalg.svd(np.asarray(linear, float))
+    r = u @ vt
+    if np.linalg.det(r) < 0:
+        u[:, -1] *= -1
+        r = u @ vt
+    return matrix_to_quat(r)
+
+
+def quat_normalized(q: np.ndarray) -> np.ndarray:
+    """(..., 4) xyzw quaternions scaled to unit length; ValueError for a zero or non-finite one."""
+    q = np.asarray(q, float)
+    n = np.linalg.norm(q, axis=-1, keepdims=True)
+    if not np.all(np.isfinite(n)) or np.any(n == 0.0):
+        raise ValueError("zero or non-finite quaternion")
+    return q / n
+
+
+def quat_sign_continuous(q: np.ndarray) -> np.ndarray:
+    """(F, 4) xyzw sequence with each quaternion's sign chosen to agree with the one before,
+    so interpolating between frames never takes the 360-degree way round."""
+    q = np.array(q, float)
+    for f in range(1, len(q)):
+        if np.dot(q[f], q[f - 1]) < 0:
+            q[f] = -q[f]
+    return q

@@ -141,10 +141,11 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
         model = stage_or_path
     elif stage_or_path is not None:
         from usdphys.usd import reader
+        from usdphys.usd.stage import open_stage
 
         if isinstance(stage_or_path, (str, os.PathLike)):
             input_path = os.fspath(stage_or_path)
-            stage = reader.open_stage(input_path)
+            stage = open_stage(input_path)
         else:
             stage = stage_or_path
         assembly_layer = _assemble_if_needed(stage)

@@ -1,4 +1,8 @@
-"""Rotations and frames as Chrono's YAML parser builds them (numpy, quaternions (w, x, y, z))."""
+"""Rotations and frames as Chrono's YAML parser builds them.
+
+Quaternions are (x, y, z, w) like the rest of the host (usdphys.math3d does the generic
+quaternion algebra); Chrono's own scalar-first order appears only where YAML is read.
+"""
 from __future__ import annotations
 
 import itertools
@@ -6,65 +10,25 @@ import math
 
 import numpy as np
 
+from usdphys import math3d as m3
+
 DEG = math.pi / 180.0
 
 
-def quat_mul(a, b) -> np.ndarray:
-    w1, x1, y1, z1 = a
-    w2, x2, y2, z2 = b
-    return np.array([
-        w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
-        w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-        w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
-        w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
-    ])
-
-
-def quat_conj(q) -> np.ndarray:
-    return np.array([q[0], -q[1], -q[2], -q[3]])
+QUAT_IDENTITY = np.array([0.0, 0.0, 0.0, 1.0])
 
 
 def quat_axis_angle(axis, angle_rad: float) -> np.ndarray:
     axis = np.asarray(axis, float)
     s = math.sin(angle_rad / 2.0)
-    return np.array([math.cos(angle_rad / 2.0), axis[0] * s, axis[1] * s, axis[2] * s])
+    return np.array([axis[0] * s, axis[1] * s, axis[2] * s, math.cos(angle_rad / 2.0)])
 
 
 def euler_zyx(angles, degrees: bool) -> np.ndarray:
     """Chrono ReadCardanAngles: [a0, a1, a2] -> Qz(a0) * Qy(a1) * Qx(a2) (intrinsic Z-Y'-X'')."""
     a = np.asarray(angles, float) * (DEG if degrees else 1.0)
-    q = quat_mul(quat_axis_angle((0, 0, 1), a[0]), quat_axis_angle((0, 1, 0), a[1]))
-    return quat_mul(q, quat_axis_angle((1, 0, 0), a[2]))
-
-
-def quat_to_mat(q) -> np.ndarray:
-    w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
-
-
-def mat_to_quat(m) -> np.ndarray:
-    """Rotation matrix -> unit quaternion with w >= 0 (Shepperd's method)."""
-    m = np.asarray(m, float)
-    t = np.trace(m)
-    if t > 0:
-        s = math.sqrt(t + 1.0) * 2
-        q = [0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s]
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
-        q = [(m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s]
-    elif m[1, 1] > m[2, 2]:
-        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
-        q = [(m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s]
-    else:
-        s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
-        q = [(m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s]
-    q = np.array(q)
-    q /= np.linalg.norm(q)
-    return -q if q[0] < 0 else q
+    q = m3.quat_mul(quat_axis_angle((0, 0, 1), a[0]), quat_axis_angle((0, 1, 0), a[1]))
+    return m3.quat_mul(q, quat_axis_angle((1, 0, 0), a[2]))
 
 
 def _normalized(v) -> np.ndarray | None:
@@ -106,7 +70,7 @@ def frame_x_then_y90(axis) -> np.ndarray:
     z = _perp(x, (0.0, 1.0, 0.0))
     y = np.cross(z, x)
     r = np.column_stack([x, y, z])
-    return r @ quat_to_mat(quat_axis_angle((0, 1, 0), math.pi / 2))
+    return r @ m3.quat_to_matrix(quat_axis_angle((0, 1, 0), math.pi / 2))
 
 
 def frame_universal(axis1, axis2) -> np.ndarray:
@@ -123,9 +87,9 @@ def rotation_z_to(axis) -> np.ndarray:
     z = np.array([0.0, 0.0, 1.0])
     c = float(np.dot(z, a))
     if c < -1 + 1e-12:
-        return np.array([0.0, 1.0, 0.0, 0.0])  # 180 deg about X
+        return np.array([1.0, 0.0, 0.0, 0.0])  # 180 deg about X
     v = np.cross(z, a)
-    q = np.array([1.0 + c, v[0], v[1], v[2]])
+    q = np.array([v[0], v[1], v[2], 1.0 + c])
     return q / np.linalg.norm(q)
 
 

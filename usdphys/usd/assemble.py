@@ -25,14 +25,17 @@ Only this module (with the reader, recorder and converters) imports pxr.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
-from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
-from usdphys.math3d import matrix_to_quat as _matrix_to_quat_xyzw
-from usdphys.math3d import quat_to_matrix as _quat_to_matrix_xyzw
+from usdphys.math3d import quat_from_matrix, quat_normalized, quat_to_matrix
+from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_xyzw, quat_to_gf
+from usdphys.usd.stage import copy_stage_metadata, new_layer_over, open_stage, tf_message
 
 MATE_API = "MbdMateAPI"
 CONNECTOR_TYPE = "MbdMateConnector"
@@ -131,14 +134,6 @@ class AssemblyReport:
 # --------------------------------------------------------------------------------------
 # Small linear algebra (column vectors, 4x4 homogeneous, float64)
 # --------------------------------------------------------------------------------------
-def _from_gf(m: Gf.Matrix4d) -> np.ndarray:
-    return np.array(m, dtype=float).T  # Gf is row-vector: transpose to column convention
-
-
-def _to_gf(m: np.ndarray) -> Gf.Matrix4d:
-    return Gf.Matrix4d(m.T.tolist())
-
-
 def _frame(rot: np.ndarray, pos) -> np.ndarray:
     m = np.eye(4)
     m[:3, :3] = rot
@@ -146,19 +141,9 @@ def _frame(rot: np.ndarray, pos) -> np.ndarray:
     return m
 
 
-def quat_to_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
-    """Rotation matrix of a scalar-first (USD Gf order) quaternion, normalised first."""
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    if n == 0.0 or not math.isfinite(n):
-        raise ValueError("zero or non-finite quaternion")
-    return _quat_to_matrix_xyzw(np.array([x, y, z, w]) / n)
-
-
-def matrix_to_quat(r: np.ndarray) -> tuple[float, float, float, float]:
-    """(w, x, y, z) of a rotation matrix (USD Gf order), w >= 0."""
-    x, y, z, w = _matrix_to_quat_xyzw(r)
-    sign = -1.0 if w < 0 else 1.0
-    return sign * float(w), sign * float(x), sign * float(y), sign * float(z)
+def _gf_rotation(q) -> np.ndarray:
+    """Rotation matrix of an authored Gf quaternion, normalised first (ValueError if zero)."""
+    return quat_to_matrix(quat_normalized(quat_xyzw(q)))
 
 
 def _rotation_part(m: np.ndarray) -> np.ndarray:
@@ -172,7 +157,7 @@ def _rotation_part(m: np.ndarray) -> np.ndarray:
 
 
 def _rotation_angle_deg(r: np.ndarray) -> float:
-    w, x, y, z = matrix_to_quat(r)
+    x, y, z, w = quat_from_matrix(r)
     return math.degrees(2.0 * math.atan2(math.sqrt(x * x + y * y + z * z), abs(w)))
 
 
@@ -351,7 +336,7 @@ class _Assembler:
             return self.solved[path]
         if path not in self._local:
             xf = UsdGeom.Xformable(self._prim(path))
-            self._local[path] = _from_gf(xf.GetLocalTransformation(TIME))
+            self._local[path] = matrix_from_gf(xf.GetLocalTransformation(TIME))
         return self._local[path]
 
     def chain(self, owner: Sdf.Path, ancestor: Sdf.Path) -> list[Sdf.Path]:
@@ -437,7 +422,7 @@ class _Assembler:
             r = np.eye(3)
         else:
             try:
-                r = quat_to_matrix(rot.GetReal(), *rot.GetImaginary())
+                r = _gf_rotation(rot)
             except ValueError:
                 raise UsdphysError(f"{jp}: physics:localRot{i} is not a valid rotation quaternion") from None
         if not np.all(np.isfinite(pos)):
@@ -589,7 +574,7 @@ class _Assembler:
             p = (j.GetLocalPos0Attr() if i == 0 else j.GetLocalPos1Attr()).Get(TIME)
             q = (j.GetLocalRot0Attr() if i == 0 else j.GetLocalRot1Attr()).Get(TIME)
             p = np.zeros(3) if p is None else np.array(p, dtype=float)
-            r = np.eye(3) if q is None else quat_to_matrix(q.GetReal(), *q.GetImaginary())
+            r = np.eye(3) if q is None else _gf_rotation(q)
             tol = 1e-6 * max(1.0, float(np.abs(pos).max()))
             if np.abs(p - pos).max() > tol or np.abs(r - rot).max() > 1e-6:
                 stale.append(str(joint.GetPath()))
@@ -609,16 +594,15 @@ class _Assembler:
         done = []
         for joint, i, pos, rot in self.joint_frames():
             j = UsdPhysics.Joint(joint)
-            w, x, y, z = matrix_to_quat(rot)
             (j.GetLocalPos0Attr() if i == 0 else j.GetLocalPos1Attr()).Set(Gf.Vec3f(*pos.tolist()))
-            (j.GetLocalRot0Attr() if i == 0 else j.GetLocalRot1Attr()).Set(Gf.Quatf(w, x, y, z))
+            (j.GetLocalRot0Attr() if i == 0 else j.GetLocalRot1Attr()).Set(quat_to_gf(quat_from_matrix(rot), Gf.Quatf))
             if str(joint.GetPath()) not in done:
                 done.append(str(joint.GetPath()))
         self.report.joint_frames = done
         # Verify: an edit target weaker than existing opinions would silently lose ours.
         for placement in self.report.placed:
             xf = UsdGeom.Xformable(self._prim(Sdf.Path(placement.path)))
-            got = _from_gf(xf.GetLocalTransformation(TIME))
+            got = matrix_from_gf(xf.GetLocalTransformation(TIME))
             if not np.allclose(got, placement.transform, rtol=0, atol=1e-9 * max(1.0, np.abs(placement.transform).max())):
                 raise UsdphysError(
                     f"{placement.path}: the transform SNAP authored does not take effect; the edit "
@@ -633,11 +617,10 @@ class _Assembler:
         if _is_rigid(m):
             suffix = "snap" if prim.HasAttribute("xformOp:translate") or prim.HasAttribute("xformOp:orient") else ""
             xf.AddTranslateOp(precision, suffix).Set(Gf.Vec3d(*m[:3, 3].tolist()))
-            w, x, y, z = matrix_to_quat(m[:3, :3])
-            xf.AddOrientOp(precision, suffix).Set(Gf.Quatd(w, x, y, z))
+            xf.AddOrientOp(precision, suffix).Set(quat_to_gf(quat_from_matrix(m[:3, :3]), Gf.Quatd))
         else:
             suffix = "snap" if prim.HasAttribute("xformOp:transform") else ""
-            xf.AddTransformOp(precision, suffix).Set(_to_gf(m))
+            xf.AddTransformOp(precision, suffix).Set(matrix_to_gf(m))
 
 
 # --------------------------------------------------------------------------------------
@@ -674,11 +657,45 @@ def needs_assembly(stage: Usd.Stage) -> bool:
     return bool(report.placed) or bool(assembler.stale_joint_frames())
 
 
+def assemble_to_layer(input_path: str | os.PathLike, output_path: str | os.PathLike) -> tuple[Sdf.Layer, AssemblyReport]:
+    """SNAP-assemble a USD file into a new layer meant to be written at output_path.
+
+    The layer sublayers the input (by a path relative to output_path's folder), repeats the
+    input's stage metadata and holds only what SNAP authored: xformOps of the bodies /
+    systems it placed or forced to the identity, and localPos / localRot of joints that use
+    mate connectors. Nothing is written; the input never is. Check `report.complete`.
+    """
+    inp = Path(input_path)
+    input_stage = open_stage(inp)  # holds the input layer open while we compose over it
+    in_layer = input_stage.GetRootLayer()
+    work = Sdf.Layer.CreateAnonymous("assembled.usda")
+    # An anonymous layer has no folder: it names the input by its identifier while in memory.
+    work.subLayerPaths = [in_layer.identifier]
+    copy_stage_metadata(in_layer, work)
+    try:
+        stage = Usd.Stage.Open(work)
+    except Tf.ErrorException as exc:
+        raise UsdphysError(f"{inp}: USD could not compose the stage ({tf_message(exc)})") from None
+    stage.SetEditTarget(Usd.EditTarget(work))
+    report = assemble(stage)
+
+    final = new_layer_over(inp, output_path, "assembled.usda")
+    sublayers = list(final.subLayerPaths)
+    final.TransferContent(work)
+    final.subLayerPaths = sublayers
+    final.documentation = (
+        f"SNAP assembly of {sublayers[0]} by `usdphys assemble`: transforms of bodies and "
+        "systems placed from mate connectors, and joint frames computed from connectors."
+    )
+    return final, report
+
+
 __all__ = [
     "AssemblyReport",
     "MateCheck",
     "Placement",
     "assemble",
+    "assemble_to_layer",
     "connector_frame",
     "needs_assembly",
     "plan",

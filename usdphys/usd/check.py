@@ -1,4 +1,4 @@
-"""`usdphys check STAGE`: validate our schemas on a stage, plus usd-core's own validators.
+"""Validate our schemas on a stage (`usdphys check`), plus usd-core's own validators.
 
 One finding per problem: severity, prim path, rule id, message. Errors make the command
 exit 1. Rule ids are stable strings so scripts and tests can match them.
@@ -7,34 +7,43 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
-from pxr import Sdf, Usd, UsdPhysics, UsdValidation
+from pxr import Usd, UsdPhysics, UsdValidation
 
-from usdphys.errors import UsdphysError
 from usdphys.usd.plugin import ensure_registered
+from usdphys.usd.tokens import Tokens
 
-HELP = "validate usdphys / NewtonJointAPI schemas on a stage (and run usd-core's validators)"
-
-NEWTON_API = "NewtonJointAPI"
-NEWTON_DOFS = "newton:dofs"
+NEWTON_API = Tokens.NewtonJointAPI
+NEWTON_DOFS = Tokens.newtonDofs
 NEWTON_ARRAYS = (
-    "newton:armature",
-    "newton:staticFrictionEffort",
-    "newton:dynamicFrictionEffort",
-    "newton:viscousDamping",
+    Tokens.newtonArmature,
+    Tokens.newtonStaticFrictionEffort,
+    Tokens.newtonDynamicFrictionEffort,
+    Tokens.newtonViscousDamping,
 )
-LIMIT_DOFS = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
+# newton-usd-schemas' scalar joint attributes: not in our schema, read for compatibility
+NEWTON_FRICTION = "newton:friction"
+NEWTON_DAMPING = "newton:damping"
+LIMIT_DOFS = (Tokens.transX, Tokens.transY, Tokens.transZ, Tokens.rotX, Tokens.rotY, Tokens.rotZ)
+# Attribute namespaces and type-name prefix of our schemas: the rules below apply to these only.
+_OUR_NAMESPACES = ("mbd:", "newton:")
+_OUR_API_PREFIX = "Mbd"
+
+
+def _type_name(schema) -> str:
+    return Usd.SchemaRegistry.GetSchemaTypeName(schema)
+
+
 # Which DOF tokens each joint type accepts (NewtonJointAPI proposal; MbdMotor uses the same).
 _DOFS_BY_JOINT_TYPE = {
-    "PhysicsRevoluteJoint": ("angle",),
-    "PhysicsPrismaticJoint": ("distance",),
-    "PhysicsSphericalJoint": ("rotX", "rotY", "rotZ"),
-    "PhysicsFixedJoint": (),
-    "PhysicsDistanceJoint": (),
+    _type_name(UsdPhysics.RevoluteJoint): (Tokens.angle,),
+    _type_name(UsdPhysics.PrismaticJoint): (Tokens.distance,),
+    _type_name(UsdPhysics.SphericalJoint): (Tokens.rotX, Tokens.rotY, Tokens.rotZ),
+    _type_name(UsdPhysics.FixedJoint): (),
+    _type_name(UsdPhysics.DistanceJoint): (),
 }
 # Relationships of our schemas: name -> (what the target must be, predicate on the prim)
-_BODY_RELS = ("mbd:body0", "mbd:body1")
+_BODY_RELS = (Tokens.mbdBody0, Tokens.mbdBody1)
 
 
 @dataclass(frozen=True)
@@ -62,15 +71,15 @@ def _is_joint(prim: Usd.Prim) -> bool:
 
 
 def _is_connector(prim: Usd.Prim) -> bool:
-    return prim.GetTypeName() == "MbdMateConnector"
+    return prim.GetTypeName() == Tokens.MbdMateConnector
 
 
 _REL_TARGET_KINDS = {
-    "mbd:body0": ("a rigid body (RigidBodyAPI)", _is_body),
-    "mbd:body1": ("a rigid body (RigidBodyAPI)", _is_body),
-    "mbd:joint": ("a PhysicsJoint", _is_joint),
-    "mbd:connector0": ("an MbdMateConnector", _is_connector),
-    "mbd:connector1": ("an MbdMateConnector", _is_connector),
+    Tokens.mbdBody0: ("a rigid body (RigidBodyAPI)", _is_body),
+    Tokens.mbdBody1: ("a rigid body (RigidBodyAPI)", _is_body),
+    Tokens.mbdJoint: ("a PhysicsJoint", _is_joint),
+    Tokens.mbdConnector0: ("an MbdMateConnector", _is_connector),
+    Tokens.mbdConnector1: ("an MbdMateConnector", _is_connector),
 }
 
 
@@ -92,7 +101,7 @@ class _Checker:
             self.error(path, "newton-apply-target", f"{NEWTON_API} is applied to a {prim.GetTypeName() or 'typeless'} prim; it applies only to PhysicsJoint prims")
             return
         # The newton-usd-schemas form authors plain floats (and friction/damping names).
-        scalar = [a for a in ("newton:friction", "newton:damping") if prim.GetAttribute(a).HasAuthoredValue()]
+        scalar = [a for a in (NEWTON_FRICTION, NEWTON_DAMPING) if prim.GetAttribute(a).HasAuthoredValue()]
         scalar += [a for a in NEWTON_ARRAYS if isinstance(prim.GetAttribute(a).Get(), (int, float))]
         if scalar:
             self.warning(path, "newton-scalar-form", f"scalar NewtonJointAPI attributes {', '.join(scalar)} (newton-usd-schemas form): read as broadcast to every DOF; the per-DOF form is newton:dofs + arrays")
@@ -122,8 +131,8 @@ class _Checker:
                 if not math.isfinite(v) or v < 0:
                     dof = dofs[i] if i < len(dofs) else f"#{i}"
                     self.error(path, "newton-negative-value", f"{name}[{i}] ({dof}) = {v:.6g}: must be a finite value >= 0")
-        static = values.get("newton:staticFrictionEffort")
-        dynamic = values.get("newton:dynamicFrictionEffort")
+        static = values.get(Tokens.newtonStaticFrictionEffort)
+        dynamic = values.get(Tokens.newtonDynamicFrictionEffort)
         if static and dynamic:  # compared only where both are authored (see docs/schemas.md)
             for i, (s, d) in enumerate(zip(static, dynamic)):
                 if d > s:
@@ -135,7 +144,7 @@ class _Checker:
         definition = prim.GetPrimDefinition()
         for attr in prim.GetAuthoredAttributes():
             name = attr.GetName()
-            if not (name.startswith("mbd:") or name.startswith("newton:")):
+            if not name.startswith(_OUR_NAMESPACES):
                 continue
             prop = definition.GetPropertyDefinition(name)
             allowed = prop.GetMetadata("allowedTokens") if prop else None
@@ -166,27 +175,27 @@ class _Checker:
     def element(self, prim: Usd.Prim) -> None:
         type_name = prim.GetTypeName()
         path = prim.GetPath()
-        if type_name in ("MbdSpringDamper", "MbdAxialSpringDamper", "MbdRotationalSpringDamper", "MbdForce", "MbdTorque"):
+        if type_name in (Tokens.MbdSpringDamper, Tokens.MbdAxialSpringDamper, Tokens.MbdRotationalSpringDamper, Tokens.MbdForce, Tokens.MbdTorque):
             bodies = [t for r in _BODY_RELS if prim.GetRelationship(r) for t in prim.GetRelationship(r).GetTargets()]
-            if type_name in ("MbdForce", "MbdTorque"):
-                rel = prim.GetRelationship("mbd:body1")
+            if type_name in (Tokens.MbdForce, Tokens.MbdTorque):
+                rel = prim.GetRelationship(Tokens.mbdBody1)
                 if not rel or not rel.GetTargets():
                     self.error(path, "element-missing-body", f"{type_name} needs mbd:body1 (the body it acts on)")
             elif not bodies:
                 self.error(path, "element-missing-body", f"{type_name} connects no body: set mbd:body0 and/or mbd:body1")
-        if type_name == "MbdSpringDamper":
+        if type_name == Tokens.MbdSpringDamper:
             self._spring_damper(prim)
-        if type_name == "MbdAxialSpringDamper":
-            axis = prim.GetAttribute("mbd:axis").Get()
+        if type_name == Tokens.MbdAxialSpringDamper:
+            axis = prim.GetAttribute(Tokens.mbdAxis).Get()
             if axis is not None and axis.GetLength() == 0:
                 self.error(path, "axis-zero", "mbd:axis is the zero vector")
-        if type_name == "MbdMotor":
+        if type_name == Tokens.MbdMotor:
             self._motor(prim)
-        if prim.HasAPI("MbdTimeFunctionAPI"):
+        if prim.HasAPI(Tokens.MbdTimeFunctionAPI):
             self._time_function(prim)
-        if type_name == "MbdMateConnector":
-            main = prim.GetAttribute("mbd:mainAxis").Get()
-            normal = prim.GetAttribute("mbd:normal").Get()
+        if type_name == Tokens.MbdMateConnector:
+            main = prim.GetAttribute(Tokens.mbdMainAxis).Get()
+            normal = prim.GetAttribute(Tokens.mbdNormal).Get()
             if main is not None and normal is not None:
                 if main.GetLength() == 0 or normal.GetLength() == 0:
                     self.error(path, "connector-axis", "mbd:mainAxis and mbd:normal must be non-zero")
@@ -195,58 +204,58 @@ class _Checker:
 
     def _spring_damper(self, prim: Usd.Prim) -> None:
         path = prim.GetPath()
-        for name in ("mbd:springForceCurve", "mbd:dampingForceCurve"):
+        for name in (Tokens.mbdSpringForceCurve, Tokens.mbdDampingForceCurve):
             pts = list(prim.GetAttribute(name).Get() or [])
             if any(b[0] <= a[0] for a, b in zip(pts, pts[1:])):
                 self.error(path, "curve-order", f"{name} abscissae must be strictly ascending")
-        defo = list(prim.GetAttribute("mbd:forceMapDeformation").Get() or [])
-        vel = list(prim.GetAttribute("mbd:forceMapVelocity").Get() or [])
-        vals = list(prim.GetAttribute("mbd:forceMapValues").Get() or [])
+        defo = list(prim.GetAttribute(Tokens.mbdForceMapDeformation).Get() or [])
+        vel = list(prim.GetAttribute(Tokens.mbdForceMapVelocity).Get() or [])
+        vals = list(prim.GetAttribute(Tokens.mbdForceMapValues).Get() or [])
         if defo or vel or vals:
             if len(vals) != len(defo) * len(vel):
                 self.error(path, "map-shape", f"mbd:forceMapValues has {len(vals)} values; expected len(forceMapVelocity) x len(forceMapDeformation) = {len(vel)} x {len(defo)}")
-            for name, arr in (("mbd:forceMapDeformation", defo), ("mbd:forceMapVelocity", vel)):
+            for name, arr in ((Tokens.mbdForceMapDeformation, defo), (Tokens.mbdForceMapVelocity, vel)):
                 if any(b <= a for a, b in zip(arr, arr[1:])):
                     self.error(path, "curve-order", f"{name} must be strictly ascending")
-        lo = prim.GetAttribute("mbd:minLength")
-        hi = prim.GetAttribute("mbd:maxLength")
+        lo = prim.GetAttribute(Tokens.mbdMinLength)
+        hi = prim.GetAttribute(Tokens.mbdMaxLength)
         if lo.HasAuthoredValue() and hi.HasAuthoredValue() and lo.Get() > hi.Get():
             self.error(path, "length-stops", f"mbd:minLength {lo.Get()} exceeds mbd:maxLength {hi.Get()}")
 
     def _motor(self, prim: Usd.Prim) -> None:
         path = prim.GetPath()
-        rel = prim.GetRelationship("mbd:joint")
+        rel = prim.GetRelationship(Tokens.mbdJoint)
         targets = rel.GetTargets() if rel else []
         if not targets:
             self.error(path, "motor-joint", "MbdMotor needs mbd:joint (the joint whose DOF it drives)")
             return
         joint = self.stage.GetPrimAtPath(targets[0])
         if joint and _is_joint(joint):
-            dof = prim.GetAttribute("mbd:dof").Get()
+            dof = prim.GetAttribute(Tokens.mbdDof).Get()
             allowed = valid_dofs_for_joint(joint)
             if dof not in allowed:
                 self.error(path, "motor-dof", f"mbd:dof '{dof}' is not a DOF of {joint.GetPath()} ({joint.GetTypeName()}); expected one of: {', '.join(allowed) or 'none'}")
 
     def _time_function(self, prim: Usd.Prim) -> None:
         path = prim.GetPath()
-        kind = prim.GetAttribute("mbd:function:type").Get()
+        kind = prim.GetAttribute(Tokens.mbdFunctionType).Get()
         if kind == "data":
-            pts = list(prim.GetAttribute("mbd:function:data").Get() or [])
+            pts = list(prim.GetAttribute(Tokens.mbdFunctionData).Get() or [])
             if not pts:
                 self.error(path, "function-data", "mbd:function:type is 'data' but mbd:function:data is empty")
             if any(b[0] <= a[0] for a, b in zip(pts, pts[1:])):
                 self.error(path, "curve-order", "mbd:function:data times must be strictly ascending")
-        if kind == "polynomial" and not list(prim.GetAttribute("mbd:function:coefficients").Get() or []):
+        if kind == "polynomial" and not list(prim.GetAttribute(Tokens.mbdFunctionCoefficients).Get() or []):
             self.error(path, "function-data", "mbd:function:type is 'polynomial' but mbd:function:coefficients is empty")
-        if prim.GetAttribute("mbd:function:repeat").Get():
-            width = prim.GetAttribute("mbd:function:repeatWidth").Get()
+        if prim.GetAttribute(Tokens.mbdFunctionRepeat).Get():
+            width = prim.GetAttribute(Tokens.mbdFunctionRepeatWidth).Get()
             if not width or width <= 0:
                 self.error(path, "function-repeat", f"mbd:function:repeatWidth = {width}: must be > 0")
 
     def api_targets(self, prim: Usd.Prim) -> None:
         """An applied API schema whose apiSchemaCanOnlyApplyTo excludes this prim."""
         for api in prim.GetAppliedSchemas():
-            if api == NEWTON_API or not (api.startswith("Mbd")):
+            if api == NEWTON_API or not api.startswith(_OUR_API_PREFIX):
                 continue
             ok = prim.CanApplyAPI(api)
             if isinstance(ok, tuple):
@@ -299,35 +308,3 @@ def check_stage(stage: Usd.Stage, usd_core: bool = True) -> list[Finding]:
     if usd_core:
         findings.extend(_usd_core_findings(stage))
     return findings
-
-
-def open_stage(path: str | Path) -> Usd.Stage:
-    """Open a stage for reading, or raise UsdphysError saying why not."""
-    p = Path(path)
-    if not p.is_file():
-        raise UsdphysError(f"{p}: no such file")
-    try:
-        stage = Usd.Stage.Open(str(p))
-    except Exception as exc:  # USD raises Tf.ErrorException with its parser message
-        raise UsdphysError(f"{p}: cannot open as a USD stage: {str(exc).strip()}") from None
-    if stage is None:
-        raise UsdphysError(f"{p}: cannot open as a USD stage")
-    return stage
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("stage", help="USD file to check")
-    parser.add_argument("--no-usd-core", action="store_true", help="skip usd-core's own validators")
-    parser.add_argument("--quiet", "-q", action="store_true", help="print errors only")
-
-
-def run(args) -> int:
-    stage = open_stage(args.stage)
-    findings = check_stage(stage, usd_core=not args.no_usd_core)
-    errors = [f for f in findings if f.severity == "error"]
-    for f in findings:
-        if f.severity == "error" or not args.quiet:
-            print(f)
-    warnings = len(findings) - len(errors)
-    print(f"{args.stage}: {len(errors)} error(s), {warnings} warning(s)")
-    return 1 if errors else 0

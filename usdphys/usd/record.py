@@ -18,13 +18,9 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
 from usdphys.errors import UsdphysError
-from usdphys.usd.stage import check_output_path, export_layer_atomic
-from usdphys.math3d import quat_to_matrix
-
-
-def _np_mat(m) -> np.ndarray:
-    """Gf.Matrix4d (row-vector convention) -> 4x4 numpy in column convention."""
-    return np.array(m, dtype=float).T
+from usdphys.math3d import matrix_to_quat, quat_sign_continuous, quat_to_matrix
+from usdphys.usd.gfconv import matrix_from_gf, quat_to_gf
+from usdphys.usd.stage import check_output_path, copy_stage_metadata, export_layer_atomic, new_layer_over
 
 
 def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, orientations: np.ndarray,
@@ -33,23 +29,24 @@ def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, 
     root = stage.GetRootLayer()
     if root.anonymous or not root.realPath:
         raise UsdphysError("writing a result needs a stage opened from a file (the result sublayers it)")
-    out_dir = Path(output_path).resolve().parent
-    sub = os.path.relpath(root.realPath, out_dir)
-    if not sub.startswith("."):
-        sub = "./" + sub
     frames = positions.shape[0]
-    layer = Sdf.Layer.CreateAnonymous(".usda")
-    layer.subLayerPaths.append(sub.replace(os.sep, "/"))
+    layer = new_layer_over(root.realPath, output_path)
+    # The time metadata is the result's own (time code = frame index), not the input's.
+    copy_stage_metadata(root, layer, ("upAxis", "metersPerUnit", "kilogramsPerUnit", "defaultPrim"))
     layer.timeCodesPerSecond = fps
     layer.framesPerSecond = fps
     layer.startTimeCode = 0
     layer.endTimeCode = frames - 1
-    pr = layer.pseudoRoot
-    pr.SetInfo("upAxis", UsdGeom.GetStageUpAxis(stage))
-    pr.SetInfo("metersPerUnit", float(UsdGeom.GetStageMetersPerUnit(stage)))
-    pr.SetInfo("kilogramsPerUnit", float(UsdPhysics.GetStageKilogramsPerUnit(stage)))
-    if root.defaultPrim:
-        layer.defaultPrim = root.defaultPrim
+    # Units stated even where the input leaves them to USD's fallbacks: the result reads
+    # the same under any fallback configuration.
+    resolved = {
+        "upAxis": UsdGeom.GetStageUpAxis(stage),
+        "metersPerUnit": float(UsdGeom.GetStageMetersPerUnit(stage)),
+        "kilogramsPerUnit": float(UsdPhysics.GetStageKilogramsPerUnit(stage)),
+    }
+    for key, value in resolved.items():
+        if not layer.pseudoRoot.HasInfo(key):
+            layer.pseudoRoot.SetInfo(key, value)
     layer.comment = "usdphys simulate: body transforms as time samples over the sublayered input"
 
     cache = UsdGeom.XformCache(Usd.TimeCode.Default())
@@ -63,7 +60,7 @@ def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, 
         if not prim:
             raise UsdphysError(f"{path}: body prim not found in the input stage")
         i = index[path]
-        m0 = _np_mat(cache.GetLocalToWorldTransform(prim))
+        m0 = matrix_from_gf(cache.GetLocalToWorldTransform(prim))
         lin0 = m0[:3, :3]
         pos = positions[:, i] * inv_mpu
         rot = orientations[:, i]
@@ -91,10 +88,10 @@ def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, 
         if reset:
             P = np.broadcast_to(np.eye(4), (frames, 4, 4))
         elif sim_anc is None:
-            P = np.broadcast_to(_np_mat(cache.GetLocalToWorldTransform(parent)), (frames, 4, 4))
+            P = np.broadcast_to(matrix_from_gf(cache.GetLocalToWorldTransform(parent)), (frames, 4, 4))
         else:
-            A0 = _np_mat(cache.GetLocalToWorldTransform(stage.GetPrimAtPath(sim_anc)))
-            rel = np.linalg.inv(A0) @ _np_mat(cache.GetLocalToWorldTransform(parent))
+            A0 = matrix_from_gf(cache.GetLocalToWorldTransform(stage.GetPrimAtPath(sim_anc)))
+            rel = np.linalg.inv(A0) @ matrix_from_gf(cache.GetLocalToWorldTransform(parent))
             P = world_aff[sim_anc] @ rel
         local = np.linalg.inv(P) @ aff
         t_local = local[:, :3, 3]
@@ -106,7 +103,8 @@ def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, 
         if np.any(flip):
             u[flip, :, -1] *= -1
             rl = u @ vt
-        q_local = _quats_from_mats(rl)
+        # continuous sign: a viewer interpolating between frames never turns 360 degrees
+        q_local = quat_sign_continuous([matrix_to_quat(r) for r in rl])
 
         spec = Sdf.CreatePrimInLayer(layer, path)
         spec.specifier = Sdf.SpecifierOver
@@ -114,10 +112,9 @@ def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, 
         o_attr = Sdf.AttributeSpec(spec, "xformOp:orient", Sdf.ValueTypeNames.Quatd)
         for f in range(frames):
             layer.SetTimeSample(t_attr.path, float(f), Gf.Vec3d(*t_local[f]))
-            x, y, z, w = q_local[f]
-            layer.SetTimeSample(o_attr.path, float(f), Gf.Quatd(float(w), float(x), float(y), float(z)))
+            layer.SetTimeSample(o_attr.path, float(f), quat_to_gf(q_local[f], Gf.Quatd))
         ops = (["!resetXformStack!"] if reset else []) + ["xformOp:translate", "xformOp:orient"]
-        local0 = _np_mat(xf.GetLocalTransformation(Usd.TimeCode.Default())) if xf else np.eye(4)
+        local0 = matrix_from_gf(xf.GetLocalTransformation(Usd.TimeCode.Default())) if xf else np.eye(4)
         scale = np.linalg.norm(local0[:3, :3], axis=0)
         has_scale_op = prim.HasAttribute("xformOp:scale")
         if has_scale_op:
@@ -130,17 +127,6 @@ def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, 
                                        Sdf.VariabilityUniform)
         order_attr.default = Vt.TokenArray(ops)
     return layer
-
-
-def _quats_from_mats(m: np.ndarray) -> np.ndarray:
-    from usdphys.math3d import matrix_to_quat
-
-    q = np.array([matrix_to_quat(mi) for mi in m])
-    # keep a continuous sign (no 360-degree jumps when a viewer interpolates)
-    for f in range(1, len(q)):
-        if np.dot(q[f], q[f - 1]) < 0:
-            q[f] = -q[f]
-    return q
 
 
 def _merge_missing(src: Sdf.Layer, dst: Sdf.Layer) -> None:

@@ -38,10 +38,14 @@ from usdphys.types.elements import (
 )
 from usdphys.types.laws import ScalarLaw, pack_laws
 from usdphys.types.timefunc import TimeFunction, TimeFunctionTable
-from usdphys.usd.check import LIMIT_DOFS, valid_dofs_for_joint
+from usdphys.math3d import quat_mul, quat_rotate
+from usdphys.usd.check import LIMIT_DOFS, NEWTON_DAMPING, NEWTON_FRICTION, valid_dofs_for_joint
+from usdphys.usd.gfconv import quat_xyzw, vec3
+from usdphys.usd.tokens import Tokens
 
-ANGULAR_DOFS = ("angle", "rotX", "rotY", "rotZ")
-ALL_DOFS = ("distance", "angle") + tuple(LIMIT_DOFS)
+ANGULAR_DOFS = (Tokens.angle, Tokens.rotX, Tokens.rotY, Tokens.rotZ)
+ALL_DOFS = (Tokens.distance, Tokens.angle) + tuple(LIMIT_DOFS)
+_FUNCTION_TYPES = (Tokens.constant, Tokens.polynomial, Tokens.sine, Tokens.ramp, Tokens.data)
 
 BodyIndex = Callable[[str], int]
 
@@ -99,8 +103,7 @@ def _quat(prim: Usd.Prim, name: str) -> np.ndarray:
     value = attr.Get() if attr else None
     if value is None:
         return np.array([0.0, 0.0, 0.0, 1.0])
-    im = value.GetImaginary()
-    q = np.array([im[0], im[1], im[2], value.GetReal()], dtype=np.float64)
+    q = quat_xyzw(value)
     norm = float(np.linalg.norm(q))
     if not np.all(np.isfinite(q)) or norm == 0.0:
         raise UsdphysError(f"{_where(prim, name)}: quaternion {tuple(q)} is zero or not finite")
@@ -126,23 +129,6 @@ def _token(prim: Usd.Prim, name: str, allowed: Sequence[str], default: str) -> s
     if value not in allowed:
         raise UsdphysError(f"{_where(prim, name)} = '{value}': expected one of: {', '.join(allowed)}")
     return str(value)
-
-
-def _qmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
-
-
-def _rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    u, w = q[:3], q[3]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
 
 
 def _target(prim: Usd.Prim, name: str) -> Optional[Usd.Prim]:
@@ -203,7 +189,7 @@ class _Reader:
         simulated body, in WORLD coordinates for a static body (index -1 with a target)."""
         p = _vec(prim, name)
         if body_path in self.static:
-            return np.array(self.static[body_path].Transform(Gf.Vec3d(*p)), dtype=np.float64) * self.units.length
+            return vec3(self.static[body_path].Transform(Gf.Vec3d(*p))) * self.units.length
         p = p * self.units.length
         if body_path is not None and self.body_scale is not None:
             p = p * np.asarray(self.body_scale(body_path), dtype=np.float64)
@@ -214,9 +200,7 @@ class _Reader:
         if body_path not in self.static:
             return np.array([0.0, 0.0, 0.0, 1.0])
         m = Gf.Matrix4d(self.static[body_path]).RemoveScaleShear()
-        q = m.ExtractRotationQuat()
-        im = q.GetImaginary()
-        return np.array([im[0], im[1], im[2], q.GetReal()], dtype=np.float64)
+        return quat_xyzw(m.ExtractRotationQuat())
 
     def joint(self, path: str) -> int:
         return int(self.joint_index(path)) if self.joint_index is not None else -1
@@ -228,28 +212,27 @@ class _Reader:
             raise UsdphysError(str(exc)) from None
 
     def time_function_api(self, prim: Usd.Prim, scale: float) -> Optional[int]:
-        if not prim.HasAPI("MbdTimeFunctionAPI"):
+        if not prim.HasAPI(Tokens.MbdTimeFunctionAPI):
             return None
-        p = "mbd:function:"
-        kind = _token(prim, p + "type", ("constant", "polynomial", "sine", "ramp", "data"), "constant")
-        data = _array(prim, p + "data").reshape(-1, 2)
+        kind = _token(prim, Tokens.mbdFunctionType, _FUNCTION_TYPES, Tokens.constant)
+        data = _array(prim, Tokens.mbdFunctionData).reshape(-1, 2)
         spec = TimeFunction(
             type=kind,
-            value=_scalar(prim, p + "value"),
-            coefficients=_array(prim, p + "coefficients").tolist(),
-            amplitude=_scalar(prim, p + "amplitude"),
-            frequency=_scalar(prim, p + "frequency"),
-            phase=_scalar(prim, p + "phase"),
-            shift=_scalar(prim, p + "shift"),
-            slope=_scalar(prim, p + "slope"),
-            intercept=_scalar(prim, p + "intercept"),
+            value=_scalar(prim, Tokens.mbdFunctionValue),
+            coefficients=_array(prim, Tokens.mbdFunctionCoefficients).tolist(),
+            amplitude=_scalar(prim, Tokens.mbdFunctionAmplitude),
+            frequency=_scalar(prim, Tokens.mbdFunctionFrequency),
+            phase=_scalar(prim, Tokens.mbdFunctionPhase),
+            shift=_scalar(prim, Tokens.mbdFunctionShift),
+            slope=_scalar(prim, Tokens.mbdFunctionSlope),
+            intercept=_scalar(prim, Tokens.mbdFunctionIntercept),
             data=[tuple(r) for r in data],
-            repeat=bool(prim.GetAttribute(p + "repeat").Get()),
-            repeatStart=_scalar(prim, p + "repeatStart"),
-            repeatWidth=_scalar(prim, p + "repeatWidth", 1.0),
-            repeatShift=_scalar(prim, p + "repeatShift"),
+            repeat=bool(prim.GetAttribute(Tokens.mbdFunctionRepeat).Get()),
+            repeatStart=_scalar(prim, Tokens.mbdFunctionRepeatStart),
+            repeatWidth=_scalar(prim, Tokens.mbdFunctionRepeatWidth, 1.0),
+            repeatShift=_scalar(prim, Tokens.mbdFunctionRepeatShift),
             scale=scale,
-            label=f"{prim.GetPath()}: MbdTimeFunctionAPI",
+            label=f"{prim.GetPath()}: {Tokens.MbdTimeFunctionAPI}",
         )
         return self.function(spec)
 
@@ -289,45 +272,45 @@ class _Reader:
         out = SpringDampers()
         laws, b0, b1, p0, p1, lo, hi, sm, sf = [], [], [], [], [], [], [], [], []
         for prim in prims:
-            i0, path0 = self.body(prim, "mbd:body0")
-            i1, path1 = self.body(prim, "mbd:body1")
+            i0, path0 = self.body(prim, Tokens.mbdBody0)
+            i1, path1 = self.body(prim, Tokens.mbdBody1)
             if path0 is None and path1 is None:
                 raise UsdphysError(f"{prim.GetPath()}: MbdSpringDamper connects no body: set mbd:body0 and/or mbd:body1")
-            defo = _array(prim, "mbd:forceMapDeformation")
-            vel = _array(prim, "mbd:forceMapVelocity")
-            vals = _array(prim, "mbd:forceMapValues")
+            defo = _array(prim, Tokens.mbdForceMapDeformation)
+            vel = _array(prim, Tokens.mbdForceMapVelocity)
+            vals = _array(prim, Tokens.mbdForceMapValues)
             if (len(defo) or len(vel) or len(vals)) and (len(vals) != len(defo) * len(vel) or not len(vals)):
-                raise UsdphysError(f"{_where(prim, 'mbd:forceMapValues')} has {len(vals)} values; expected len(forceMapVelocity) x len(forceMapDeformation) = {len(vel)} x {len(defo)}")
-            for name, arr in (("mbd:forceMapDeformation", defo), ("mbd:forceMapVelocity", vel)):
+                raise UsdphysError(f"{_where(prim, Tokens.mbdForceMapValues)} has {len(vals)} values; expected len(forceMapVelocity) x len(forceMapDeformation) = {len(vel)} x {len(defo)}")
+            for name, arr in ((Tokens.mbdForceMapDeformation, defo), (Tokens.mbdForceMapVelocity, vel)):
                 if np.any(np.diff(arr) <= 0):
                     raise UsdphysError(f"{_where(prim, name)} must be strictly ascending")
             law = ScalarLaw(
-                k=_scalar(prim, "mbd:stiffness") * u.mass,  # force/distance: kpu
-                c=_scalar(prim, "mbd:damping") * u.mass,
-                x0=_scalar(prim, "mbd:restLength") * u.length,
-                preload=_scalar(prim, "mbd:preload") * u.force,
-                spring_curve=self.curve(prim, "mbd:springForceCurve", u.length, u.force),
-                damping_curve=self.curve(prim, "mbd:dampingForceCurve", u.length, u.force),
+                k=_scalar(prim, Tokens.mbdStiffness) * u.mass,  # force/distance: kpu
+                c=_scalar(prim, Tokens.mbdDamping) * u.mass,
+                x0=_scalar(prim, Tokens.mbdRestLength) * u.length,
+                preload=_scalar(prim, Tokens.mbdPreload) * u.force,
+                spring_curve=self.curve(prim, Tokens.mbdSpringForceCurve, u.length, u.force),
+                damping_curve=self.curve(prim, Tokens.mbdDampingForceCurve, u.length, u.force),
                 map_deformation=(defo * u.length).tolist(),
                 map_velocity=(vel * u.length).tolist(),
                 map_values=(vals * u.force).tolist(),
                 label=str(prim.GetPath()),
             )
-            mn, mx = _optional(prim, "mbd:minLength"), _optional(prim, "mbd:maxLength")
+            mn, mx = _optional(prim, Tokens.mbdMinLength), _optional(prim, Tokens.mbdMaxLength)
             if mn > mx:
                 raise UsdphysError(f"{prim.GetPath()}: mbd:minLength {mn} exceeds mbd:maxLength {mx}")
-            mass = _scalar(prim, "mbd:springMass")
-            frac = _scalar(prim, "mbd:springMassFraction", 0.5)
+            mass = _scalar(prim, Tokens.mbdSpringMass)
+            frac = _scalar(prim, Tokens.mbdSpringMassFraction, 0.5)
             if mass < 0:
-                raise UsdphysError(f"{_where(prim, 'mbd:springMass')} = {mass}: must be >= 0")
+                raise UsdphysError(f"{_where(prim, Tokens.mbdSpringMass)} = {mass}: must be >= 0")
             if not 0.0 <= frac <= 1.0:
-                raise UsdphysError(f"{_where(prim, 'mbd:springMassFraction')} = {frac}: must be in [0, 1]")
+                raise UsdphysError(f"{_where(prim, Tokens.mbdSpringMassFraction)} = {frac}: must be in [0, 1]")
             out.paths.append(str(prim.GetPath()))
             laws.append(law)
             b0.append(i0)
             b1.append(i1)
-            p0.append(self.point(prim, "mbd:localPos0", path0))
-            p1.append(self.point(prim, "mbd:localPos1", path1))
+            p0.append(self.point(prim, Tokens.mbdLocalPos0, path0))
+            p1.append(self.point(prim, Tokens.mbdLocalPos1, path1))
             lo.append(mn * u.length)
             hi.append(mx * u.length)
             sm.append(mass * u.mass)
@@ -345,22 +328,22 @@ class _Reader:
         out = AxialSpringDampers()
         rows = []
         for prim in prims:
-            i0, path0 = self.body(prim, "mbd:body0")
-            i1, path1 = self.body(prim, "mbd:body1")
+            i0, path0 = self.body(prim, Tokens.mbdBody0)
+            i1, path1 = self.body(prim, Tokens.mbdBody1)
             if path0 is None and path1 is None:
                 raise UsdphysError(f"{prim.GetPath()}: MbdAxialSpringDamper connects no body: set mbd:body0 and/or mbd:body1")
-            axis = _vec(prim, "mbd:axis", default=(1.0, 0.0, 0.0))
+            axis = _vec(prim, Tokens.mbdAxis, default=(1.0, 0.0, 0.0))
             norm = float(np.linalg.norm(axis))
             if norm == 0.0:
-                raise UsdphysError(f"{_where(prim, 'mbd:axis')} is the zero vector")
-            active = prim.GetAttribute("mbd:active").Get()
+                raise UsdphysError(f"{_where(prim, Tokens.mbdAxis)} is the zero vector")
+            active = prim.GetAttribute(Tokens.mbdActive).Get()
             out.paths.append(str(prim.GetPath()))
             rows.append((
-                i0, i1, self.point(prim, "mbd:localPos0", path0), self.point(prim, "mbd:localPos1", path1),
-                _rotate(self.static_rotation(path0), axis / norm),
-                _scalar(prim, "mbd:stiffness") * u.mass, _scalar(prim, "mbd:damping") * u.mass,
-                _scalar(prim, "mbd:offset") * u.length, _scalar(prim, "mbd:velocityOffset") * u.length,
-                _scalar(prim, "mbd:force") * u.force, 0 if active is False else 1,
+                i0, i1, self.point(prim, Tokens.mbdLocalPos0, path0), self.point(prim, Tokens.mbdLocalPos1, path1),
+                quat_rotate(self.static_rotation(path0), axis / norm),
+                _scalar(prim, Tokens.mbdStiffness) * u.mass, _scalar(prim, Tokens.mbdDamping) * u.mass,
+                _scalar(prim, Tokens.mbdOffset) * u.length, _scalar(prim, Tokens.mbdVelocityOffset) * u.length,
+                _scalar(prim, Tokens.mbdForce) * u.force, 0 if active is False else 1,
             ))
         n = len(rows)
         cols = list(zip(*rows)) if rows else [()] * 11
@@ -377,26 +360,26 @@ class _Reader:
         out = RotationalSpringDampers()
         laws, b0, b1, p0, r0, p1, r1 = [], [], [], [], [], [], []
         for prim in prims:
-            i0, path0 = self.body(prim, "mbd:body0")
-            i1, path1 = self.body(prim, "mbd:body1")
+            i0, path0 = self.body(prim, Tokens.mbdBody0)
+            i1, path1 = self.body(prim, Tokens.mbdBody1)
             if path0 is None and path1 is None:
                 raise UsdphysError(f"{prim.GetPath()}: MbdRotationalSpringDamper connects no body: set mbd:body0 and/or mbd:body1")
             laws.append(ScalarLaw(
-                k=_scalar(prim, "mbd:stiffness") * u.torque * PER_DEG_TO_PER_RAD,
-                c=_scalar(prim, "mbd:damping") * u.torque * PER_DEG_TO_PER_RAD,
-                x0=_scalar(prim, "mbd:restAngle") * DEG,
-                preload=_scalar(prim, "mbd:preload") * u.torque,
-                spring_curve=self.curve(prim, "mbd:springTorqueCurve", DEG, u.torque),
-                damping_curve=self.curve(prim, "mbd:dampingTorqueCurve", DEG, u.torque),
+                k=_scalar(prim, Tokens.mbdStiffness) * u.torque * PER_DEG_TO_PER_RAD,
+                c=_scalar(prim, Tokens.mbdDamping) * u.torque * PER_DEG_TO_PER_RAD,
+                x0=_scalar(prim, Tokens.mbdRestAngle) * DEG,
+                preload=_scalar(prim, Tokens.mbdPreload) * u.torque,
+                spring_curve=self.curve(prim, Tokens.mbdSpringTorqueCurve, DEG, u.torque),
+                damping_curve=self.curve(prim, Tokens.mbdDampingTorqueCurve, DEG, u.torque),
                 label=str(prim.GetPath()),
             ))
             out.paths.append(str(prim.GetPath()))
             b0.append(i0)
             b1.append(i1)
-            p0.append(self.point(prim, "mbd:localPos0", path0))
-            p1.append(self.point(prim, "mbd:localPos1", path1))
-            r0.append(_qmul(self.static_rotation(path0), _quat(prim, "mbd:localRot0")))
-            r1.append(_qmul(self.static_rotation(path1), _quat(prim, "mbd:localRot1")))
+            p0.append(self.point(prim, Tokens.mbdLocalPos0, path0))
+            p1.append(self.point(prim, Tokens.mbdLocalPos1, path1))
+            r0.append(quat_mul(self.static_rotation(path0), _quat(prim, Tokens.mbdLocalRot0)))
+            r1.append(quat_mul(self.static_rotation(path1), _quat(prim, Tokens.mbdLocalRot1)))
         n = len(out.paths)
         out.body0, out.body1 = np.array(b0, np.int32), np.array(b1, np.int32)
         out.local_pos0, out.local_pos1 = np.array(p0).reshape(n, 3), np.array(p1).reshape(n, 3)
@@ -409,18 +392,18 @@ class _Reader:
         out = Loads()
         torque, b0, b1, p1, res, vfn, sfn, rot = [], [], [], [], [], [], [], []
         for prim in prims:
-            is_torque = prim.GetTypeName() == "MbdTorque"
-            i0, path0 = self.body(prim, "mbd:body0")
-            i1, path1 = self.body(prim, "mbd:body1")
+            is_torque = prim.GetTypeName() == Tokens.MbdTorque
+            i0, path0 = self.body(prim, Tokens.mbdBody0)
+            i1, path1 = self.body(prim, Tokens.mbdBody1)
             if path1 is None:
-                raise UsdphysError(f"{_where(prim, 'mbd:body1')}: {prim.GetTypeName()} needs the body it acts on")
-            name = "mbd:torque" if is_torque else "mbd:force"
+                raise UsdphysError(f"{_where(prim, Tokens.mbdBody1)}: {prim.GetTypeName()} needs the body it acts on")
+            name = Tokens.mbdTorque if is_torque else Tokens.mbdForce
             out.paths.append(str(prim.GetPath()))
             torque.append(1 if is_torque else 0)
             b0.append(i0)
             b1.append(i1)
-            p1.append(np.zeros(3) if is_torque else self.point(prim, "mbd:localPos1", path1))
-            resolve = RESOLVE_IDS[_token(prim, "mbd:resolveIn", tuple(RESOLVE_IDS), "world")]
+            p1.append(np.zeros(3) if is_torque else self.point(prim, Tokens.mbdLocalPos1, path1))
+            resolve = RESOLVE_IDS[_token(prim, Tokens.mbdResolveIn, tuple(RESOLVE_IDS), Tokens.world)]
             frame_body = {RESOLVE_BODY0: path0, RESOLVE_BODY1: path1}.get(resolve)
             if frame_body in self.static:  # axes of a static body: fixed, so world axes + rotation
                 resolve = RESOLVE_WORLD
@@ -443,16 +426,16 @@ class _Reader:
         out = Motors()
         jidx, ang, mode, fns = [], [], [], []
         for prim in prims:
-            joint = _target(prim, "mbd:joint")
+            joint = _target(prim, Tokens.mbdJoint)
             if joint is None:
-                raise UsdphysError(f"{_where(prim, 'mbd:joint')}: MbdMotor needs the joint whose DOF it drives")
+                raise UsdphysError(f"{_where(prim, Tokens.mbdJoint)}: MbdMotor needs the joint whose DOF it drives")
             if not joint.IsA(UsdPhysics.Joint):
-                raise UsdphysError(f"{_where(prim, 'mbd:joint')} points at {joint.GetPath()}, which is not a PhysicsJoint")
-            dof = _token(prim, "mbd:dof", ALL_DOFS, "angle")
+                raise UsdphysError(f"{_where(prim, Tokens.mbdJoint)} points at {joint.GetPath()}, which is not a PhysicsJoint")
+            dof = _token(prim, Tokens.mbdDof, ALL_DOFS, Tokens.angle)
             allowed = valid_dofs_for_joint(joint)
             if dof not in allowed:
-                raise UsdphysError(f"{_where(prim, 'mbd:dof')} = '{dof}' is not a DOF of {joint.GetPath()} ({joint.GetTypeName()}); expected one of: {', '.join(allowed) or 'none'}")
-            m = MODE_IDS[_token(prim, "mbd:mode", tuple(MODE_IDS), "velocity")]
+                raise UsdphysError(f"{_where(prim, Tokens.mbdDof)} = '{dof}' is not a DOF of {joint.GetPath()} ({joint.GetTypeName()}); expected one of: {', '.join(allowed) or 'none'}")
+            m = MODE_IDS[_token(prim, Tokens.mbdMode, tuple(MODE_IDS), Tokens.velocity)]
             angular = dof in ANGULAR_DOFS
             if m == MODE_FORCE:
                 scale = u.torque if angular else u.force
@@ -460,7 +443,7 @@ class _Reader:
                 scale = DEG if angular else u.length
             fn = self.time_function_api(prim, scale)
             if fn is None:
-                fn = self.scalar_signal(prim, "mbd:target", scale)
+                fn = self.scalar_signal(prim, Tokens.mbdTarget, scale)
             out.paths.append(str(prim.GetPath()))
             out.joint_paths.append(str(joint.GetPath()))
             out.dof.append(dof)
@@ -477,10 +460,14 @@ class _Reader:
         out = Bushings()
         lin, ang = u.mass, u.torque * PER_DEG_TO_PER_RAD
         names = {  # field -> (attribute, factor)
-            "linear_stiffness": ("linearStiffness", lin), "linear_damping": ("linearDamping", lin),
-            "angular_stiffness": ("angularStiffness", ang), "angular_damping": ("angularDamping", ang),
-            "free_linear_stiffness": ("freeLinearStiffness", lin), "free_linear_damping": ("freeLinearDamping", lin),
-            "free_angular_stiffness": ("freeAngularStiffness", ang), "free_angular_damping": ("freeAngularDamping", ang),
+            "linear_stiffness": (Tokens.mbdBushingLinearStiffness, lin),
+            "linear_damping": (Tokens.mbdBushingLinearDamping, lin),
+            "angular_stiffness": (Tokens.mbdBushingAngularStiffness, ang),
+            "angular_damping": (Tokens.mbdBushingAngularDamping, ang),
+            "free_linear_stiffness": (Tokens.mbdBushingFreeLinearStiffness, lin),
+            "free_linear_damping": (Tokens.mbdBushingFreeLinearDamping, lin),
+            "free_angular_stiffness": (Tokens.mbdBushingFreeAngularStiffness, ang),
+            "free_angular_damping": (Tokens.mbdBushingFreeAngularDamping, ang),
         }
         cols: dict[str, list[float]] = {k: [] for k in names}
         jidx = []
@@ -488,9 +475,9 @@ class _Reader:
             if not prim.IsA(UsdPhysics.Joint):
                 raise UsdphysError(f"{prim.GetPath()}: MbdBushingAPI applies only to PhysicsJoint prims")
             for field_name, (attr, factor) in names.items():
-                v = _scalar(prim, "mbd:bushing:" + attr)
+                v = _scalar(prim, attr)
                 if v < 0:
-                    raise UsdphysError(f"{_where(prim, 'mbd:bushing:' + attr)} = {v}: must be >= 0")
+                    raise UsdphysError(f"{_where(prim, attr)} = {v}: must be >= 0")
                 cols[field_name].append(v * factor)
             out.joint_paths.append(str(prim.GetPath()))
             jidx.append(self.joint(str(prim.GetPath())))
@@ -527,10 +514,10 @@ class _Reader:
     def _newton(self, prim: Usd.Prim) -> list[tuple]:
         path = str(prim.GetPath())
         jidx = self.joint(path)
-        names = ("newton:armature", "newton:staticFrictionEffort", "newton:dynamicFrictionEffort", "newton:viscousDamping")
+        names = (Tokens.newtonArmature, Tokens.newtonStaticFrictionEffort, Tokens.newtonDynamicFrictionEffort, Tokens.newtonViscousDamping)
         raw = {n: (prim.GetAttribute(n).Get() if prim.GetAttribute(n) else None) for n in names}
         scalar_names = [n for n in names if isinstance(raw[n], (int, float))]
-        extra = {n: prim.GetAttribute(n) for n in ("newton:friction", "newton:damping")}
+        extra = {n: prim.GetAttribute(n) for n in (NEWTON_FRICTION, NEWTON_DAMPING)}
         scalar_names += [n for n, a in extra.items() if a and a.HasAuthoredValue()]
         if scalar_names:  # newton-usd-schemas form: broadcast to every DOF the joint leaves free
             def val(name: str) -> float:
@@ -538,22 +525,22 @@ class _Reader:
                 if v < 0:
                     raise UsdphysError(f"{_where(prim, name)} = {v}: must be >= 0")
                 return v
-            arm = val("newton:armature") if "newton:armature" in scalar_names else 0.0
-            friction = val("newton:friction") if "newton:friction" in scalar_names else 0.0
-            dyn = val("newton:dynamicFrictionEffort") if "newton:dynamicFrictionEffort" in scalar_names else friction
-            st = val("newton:staticFrictionEffort") if "newton:staticFrictionEffort" in scalar_names else dyn
-            damping = val("newton:damping") if "newton:damping" in scalar_names else 0.0
-            visc = val("newton:viscousDamping") if "newton:viscousDamping" in scalar_names else damping
+            arm = val(Tokens.newtonArmature) if Tokens.newtonArmature in scalar_names else 0.0
+            friction = val(NEWTON_FRICTION) if NEWTON_FRICTION in scalar_names else 0.0
+            dyn = val(Tokens.newtonDynamicFrictionEffort) if Tokens.newtonDynamicFrictionEffort in scalar_names else friction
+            st = val(Tokens.newtonStaticFrictionEffort) if Tokens.newtonStaticFrictionEffort in scalar_names else dyn
+            damping = val(NEWTON_DAMPING) if NEWTON_DAMPING in scalar_names else 0.0
+            visc = val(Tokens.newtonViscousDamping) if Tokens.newtonViscousDamping in scalar_names else damping
             if dyn > st:
                 raise UsdphysError(f"{path}: newton:dynamicFrictionEffort {dyn} exceeds newton:staticFrictionEffort {st} (scalar form)")
             return [(path, jidx, dof, arm, st, dyn, visc, 1) for dof in free_dofs(prim)]
-        dofs = [str(t) for t in (prim.GetAttribute("newton:dofs").Get() or [])]
+        dofs = [str(t) for t in (prim.GetAttribute(Tokens.newtonDofs).Get() or [])]
         allowed = valid_dofs_for_joint(prim)
         for dof in dofs:
             if dof not in allowed:
-                raise UsdphysError(f"{_where(prim, 'newton:dofs')}: '{dof}' is not a DOF of a {prim.GetTypeName()}; expected one of: {', '.join(allowed) or 'none'}")
+                raise UsdphysError(f"{_where(prim, Tokens.newtonDofs)}: '{dof}' is not a DOF of a {prim.GetTypeName()}; expected one of: {', '.join(allowed) or 'none'}")
         if len(set(dofs)) != len(dofs):
-            raise UsdphysError(f"{_where(prim, 'newton:dofs')}: a DOF is named more than once: {dofs}")
+            raise UsdphysError(f"{_where(prim, Tokens.newtonDofs)}: a DOF is named more than once: {dofs}")
         arrays = {}
         for name in names:
             vals = [float(v) for v in (raw[name] or [])]
@@ -564,13 +551,13 @@ class _Reader:
                     raise UsdphysError(f"{_where(prim, name)}[{i}] ({dofs[i]}) = {v}: must be a finite value >= 0")
             arrays[name] = vals or None
         zeros = [0.0] * len(dofs)
-        arm = arrays["newton:armature"] or zeros
-        dyn = arrays["newton:dynamicFrictionEffort"] or zeros
-        st = arrays["newton:staticFrictionEffort"] or dyn  # only dynamic authored: static = dynamic
-        visc = arrays["newton:viscousDamping"] or zeros
+        arm = arrays[Tokens.newtonArmature] or zeros
+        dyn = arrays[Tokens.newtonDynamicFrictionEffort] or zeros
+        st = arrays[Tokens.newtonStaticFrictionEffort] or dyn  # only dynamic authored: static = dynamic
+        visc = arrays[Tokens.newtonViscousDamping] or zeros
         for i, (s, d) in enumerate(zip(st, dyn)):
             if d > s:
-                raise UsdphysError(f"{_where(prim, 'newton:dynamicFrictionEffort')}[{i}] ({dofs[i]}) = {d} exceeds newton:staticFrictionEffort[{i}] = {s}")
+                raise UsdphysError(f"{_where(prim, Tokens.newtonDynamicFrictionEffort)}[{i}] ({dofs[i]}) = {d} exceeds newton:staticFrictionEffort[{i}] = {s}")
         return [(path, jidx, dofs[i], arm[i], st[i], dyn[i], visc[i], 0) for i in range(len(dofs))]
 
 
@@ -591,8 +578,9 @@ def free_dofs(joint: Usd.Prim) -> tuple[str, ...]:
     return tuple(free)
 
 
-_SCALAR_NEWTON = ("newton:armature", "newton:friction", "newton:damping")
-_ELEMENT_TYPES = ("MbdSpringDamper", "MbdAxialSpringDamper", "MbdRotationalSpringDamper", "MbdForce", "MbdTorque", "MbdMotor")
+# newton-usd-schemas' scalar attributes (newton:armature shares our per-DOF name)
+_SCALAR_NEWTON = (Tokens.newtonArmature, NEWTON_FRICTION, NEWTON_DAMPING)
+_ELEMENT_TYPES = (Tokens.MbdSpringDamper, Tokens.MbdAxialSpringDamper, Tokens.MbdRotationalSpringDamper, Tokens.MbdForce, Tokens.MbdTorque, Tokens.MbdMotor)
 
 
 def read_elements(
@@ -610,16 +598,16 @@ def read_elements(
         if t in by_type:
             by_type[t].append(prim)
         applied = prim.GetAppliedSchemas()
-        if "MbdBushingAPI" in applied:
+        if Tokens.MbdBushingAPI in applied:
             bushing_joints.append(prim)
-        if "NewtonJointAPI" in applied or (prim.IsA(UsdPhysics.Joint) and any(
+        if Tokens.NewtonJointAPI in applied or (prim.IsA(UsdPhysics.Joint) and any(
                 prim.GetAttribute(n) and prim.GetAttribute(n).HasAuthoredValue() for n in _SCALAR_NEWTON)):
             newton_joints.append(prim)  # scalar newton-usd-schemas attributes count without the API too
-    spring_dampers = reader.spring_dampers(by_type["MbdSpringDamper"])
-    axial = reader.axial(by_type["MbdAxialSpringDamper"])
-    rotational = reader.rotational(by_type["MbdRotationalSpringDamper"])
-    loads = reader.loads(by_type["MbdForce"] + by_type["MbdTorque"])
-    motors = reader.motors(by_type["MbdMotor"])
+    spring_dampers = reader.spring_dampers(by_type[Tokens.MbdSpringDamper])
+    axial = reader.axial(by_type[Tokens.MbdAxialSpringDamper])
+    rotational = reader.rotational(by_type[Tokens.MbdRotationalSpringDamper])
+    loads = reader.loads(by_type[Tokens.MbdForce] + by_type[Tokens.MbdTorque])
+    motors = reader.motors(by_type[Tokens.MbdMotor])
     bushings = reader.bushings(bushing_joints)
     joint_dofs = reader.joint_dofs(newton_joints)
     return Elements(

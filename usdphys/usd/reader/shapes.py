@@ -28,13 +28,16 @@ from usdphys.types.shapes import (
     DEFAULT_YOUNG_MODULUS, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE,
     ShapeTable,
 )
+from usdphys.usd.gfconv import row_matrix
+from usdphys.usd.tokens import Tokens
 
 # Scale factors equal within this relative tolerance count as equal (float attributes carry
 # ~7 digits; 1e-6 accepts float round-off and nothing a person would author on purpose).
 _SCALE_RTOL = 1e-6
 
 
-_AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
+# USD axis tokens (UsdGeom shapes, UsdPhysics joints) -> index.
+AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
 
 
 def _decompose(path: str, a: np.ndarray, axis: int | None):
@@ -158,16 +161,16 @@ class _Reader:
         out["restitution"] = r
         # density: mass / distance^3 in stage units -> kg/m^3
         out["density"] = _positive(mp, "physics:density", api.GetDensityAttr().Get()) * self.kpu / self.mpu**3
-        if mprim.HasAPI("MbdContactMaterialAPI"):
+        if mprim.HasAPI(Tokens.MbdContactMaterialAPI):
             pressure = self.kpu / self.mpu  # (kg m / s^2) / m^2 in stage units -> Pa
-            out["young_modulus"] = _positive(mp, "mbd:youngModulus", _attr(mprim, "mbd:youngModulus", DEFAULT_YOUNG_MODULUS)) * pressure
-            nu = _attr(mprim, "mbd:poissonRatio", DEFAULT_POISSON_RATIO)
+            out["young_modulus"] = _positive(mp, Tokens.mbdYoungModulus, _attr(mprim, Tokens.mbdYoungModulus, DEFAULT_YOUNG_MODULUS)) * pressure
+            nu = _attr(mprim, Tokens.mbdPoissonRatio, DEFAULT_POISSON_RATIO)
             if nu is None or not (0.0 <= nu < 0.5):
                 raise UsdphysError(f"{mp}: mbd:poissonRatio must be in [0, 0.5), got {nu!r}")
             out["poisson_ratio"] = float(nu)
-            for key, name in (("normal_stiffness", "mbd:normalStiffness"), ("normal_damping", "mbd:normalDamping"),
-                              ("tangential_stiffness", "mbd:tangentialStiffness"),
-                              ("tangential_damping", "mbd:tangentialDamping")):
+            for key, name in (("normal_stiffness", Tokens.mbdNormalStiffness), ("normal_damping", Tokens.mbdNormalDamping),
+                              ("tangential_stiffness", Tokens.mbdTangentialStiffness),
+                              ("tangential_damping", Tokens.mbdTangentialDamping)):
                 a = mprim.GetAttribute(name)
                 if a and a.HasAuthoredValue():
                     # force/distance and force*s/distance: both scale by kilogramsPerUnit
@@ -176,7 +179,7 @@ class _Reader:
 
     # -- geometry ------------------------------------------------------------------------
     def relative_matrix(self, prim, body_prim):
-        m = np.array(self.xf.GetLocalToWorldTransform(prim), dtype=np.float64)
+        m = row_matrix(self.xf.GetLocalToWorldTransform(prim))
         if body_prim is None:
             return m
         try:
@@ -217,7 +220,7 @@ class _Reader:
             else:
                 radius = _attr(prim, "radius", 0.5 if capsule else 1.0)
             height = _attr(prim, "height", 1.0 if capsule else 2.0)
-            axis = _AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
+            axis = AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
             rot, s = _decompose(path, a, axis)
             if not _equal(s[0], s[1]):
                 raise UsdphysError(
@@ -227,7 +230,7 @@ class _Reader:
             h = 0.5 * _positive(path, "height", height) * s[2] * mpu
             geo = (SHAPE_CAPSULE if capsule else SHAPE_CYLINDER, rot, (r, h, 0.0), None, t)
         elif prim.IsA(UsdGeom.Plane):
-            axis = _AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
+            axis = AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
             rot, _s = _decompose(path, a, axis)
             # the normal is the image of the local axis direction (a mirror keeps it: the
             # flipped axis is a tangent one)
@@ -306,8 +309,8 @@ def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -
         body, (typ, rot, dims, hull, pos) = out
         path = str(prim.GetPath())
         cr = 0.0
-        if prim.HasAPI("MbdCollisionAPI"):
-            cr = _positive(path, "mbd:contactRadius", _attr(prim, "mbd:contactRadius", 0.0)) * rd.mpu
+        if prim.HasAPI(Tokens.MbdCollisionAPI):
+            cr = _positive(path, Tokens.mbdContactRadius, _attr(prim, Tokens.mbdContactRadius, 0.0)) * rd.mpu
         dims = np.asarray(dims, dtype=np.float64)
         if typ == SHAPE_CONVEX:
             cols["vs"].append(nv)
@@ -320,7 +323,7 @@ def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -
             cols["vc"].append(0)
             br = {SHAPE_PLANE: np.inf, SHAPE_SPHERE: dims[0], SHAPE_CAPSULE: dims[0] + dims[1],
                   SHAPE_BOX: float(np.linalg.norm(dims)), SHAPE_CYLINDER: float(np.hypot(dims[0], dims[1]))}[typ]
-        enabled = _attr(prim, "physics:collisionEnabled", True)
+        enabled = _attr(prim, UsdPhysics.Tokens.physicsCollisionEnabled, True)
         cols["type"].append(typ)
         cols["body"].append(body)
         cols["pos"].append(np.asarray(pos, dtype=np.float64))
@@ -364,7 +367,7 @@ def _read_filtering(stage, t: ShapeTable, prims, rd: _Reader) -> None:
     merged_name = {}
     group_paths = []
     for g in raw:
-        name = _attr(g, "physics:mergeGroup", "") or ""
+        name = _attr(g, UsdPhysics.Tokens.physicsMergeGroup, "") or ""
         if name and name in merged_name:
             canon[str(g.GetPath())] = merged_name[name]
             continue
@@ -388,7 +391,7 @@ def _read_filtering(stage, t: ShapeTable, prims, rd: _Reader) -> None:
                 raise UsdphysError(f"{g.GetPath()}: physics:filteredGroups targets {target}, "
                                    "which is not a PhysicsCollisionGroup")
             filtered[gi].add(canon[str(target)])
-        if _attr(g, "physics:invertFilteredGroups", False):
+        if _attr(g, UsdPhysics.Tokens.physicsInvertFilteredGroups, False):
             inverted[gi] = True
     no = np.zeros((ng, ng), dtype=bool)
     for g in range(ng):

@@ -1,0 +1,257 @@
+"""Rigid bodies of a stage -> Model bodies: world pose, initial velocities, mass properties.
+
+Mass follows UsdPhysics' precedence: an authored physics:mass on the body wins; otherwise
+the colliders' masses add up, each from (collider MassAPI mass) or its volume times the
+first density found among collider MassAPI > body MassAPI > bound physics material > 1000
+kg/m^3. Authored physics:diagonalInertia / centerOfMass win over the colliders' values.
+A body's frame is its prim's world transform with the scale removed (polar rotation).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
+
+from usdphys.math3d import matrix_to_quat, polar_rotation, quat_to_matrix, rigid_frame
+from usdphys.types.model import Model
+from usdphys.usd.gfconv import linear_and_translation, row_matrix, unit_quat_xyzw, vec3
+from usdphys.usd.reader.shapes import AXIS_INDEX
+
+DEG = math.pi / 180.0
+DEFAULT_DENSITY_SI = 1000.0  # kg/m^3, UsdPhysics' default when nothing is authored
+# A body without mass information gets the inertia of a solid sphere of this radius (m):
+# it keeps the body well-posed, and the reader warns.
+FALLBACK_INERTIA_RADIUS = 0.1
+
+
+def read_bodies(stage: Usd.Stage, rigid_bodies: list, shapes: dict, model: Model, mpu: float, kpu: float,
+                warner) -> tuple[dict[str, int], set[str]]:
+    """Add every enabled UsdPhysics rigid body to ``model`` in path order.
+
+    rigid_bodies: usd-core's (path, RigidBodyDesc) pairs; shapes: collider path -> (shape
+    kind, ShapeDesc). Returns (body path -> model body index, paths of disabled bodies,
+    which the other readers treat as static).
+    """
+    cache = UsdGeom.XformCache(Usd.TimeCode.Default())
+    index: dict[str, int] = {}
+    static_bodies: set[str] = set()
+    for p, d in sorted(rigid_bodies, key=lambda it: str(it[0])):
+        prim = stage.GetPrimAtPath(p)
+        if not d.rigidBodyEnabled:
+            static_bodies.add(str(p))
+            continue
+        pos, rot = world_pose(cache, prim)
+        # A kinematic body's mass never enters the dynamics (inverse mass 0): no mass warnings.
+        mass_warner = (lambda *args, **kwargs: None) if d.kinematicBody else warner
+        mass, com, moments, axes = mass_properties(stage, prim, d, shapes, mpu, kpu, mass_warner)
+        lin_vel = vec3(d.linearVelocity) * mpu
+        ang_vel = vec3(d.angularVelocity) * DEG
+        if d.kinematicBody and _has_animated_xform(prim):
+            warner(p, "kinematic", "kinematic body: its animated transform is not followed yet; it moves "
+                                   "with its initial velocity")
+        index[str(p)] = model.add_body(str(p), mass, moments, pos * mpu, rot, lin_vel, ang_vel, com, axes,
+                                       kinematic=bool(d.kinematicBody))
+    return index, static_bodies
+
+
+def world_pose(cache: UsdGeom.XformCache, prim: Usd.Prim) -> tuple[np.ndarray, np.ndarray]:
+    """(position in stage units, rotation xyzw) of a prim's world transform, scale removed."""
+    linear, pos = linear_and_translation(cache.GetLocalToWorldTransform(prim))
+    return pos, polar_rotation(linear)
+
+
+def world_scale(prim: Usd.Prim) -> np.ndarray:
+    """Length of each local axis in the world: the scale local attachment points carry."""
+    a = row_matrix(UsdGeom.XformCache().GetLocalToWorldTransform(prim))[:3, :3]
+    return np.linalg.norm(a, axis=1)
+
+
+def _has_animated_xform(prim) -> bool:
+    xf = UsdGeom.Xformable(prim)
+    if not xf:
+        return False
+    return any(op.GetAttr().GetNumTimeSamples() > 1 for op in xf.GetOrderedXformOps())
+
+
+# ---------------------------------------------------------------------------- mass
+def mass_properties(stage, body_prim, desc, shapes, mpu, kpu, warner):
+    """mass (kg), com (m, prim frame), principal inertia (kg m^2), principal axes (xyzw)."""
+    path = body_prim.GetPath()
+    mass_api = UsdPhysics.MassAPI(body_prim) if body_prim.HasAPI(UsdPhysics.MassAPI) else None
+
+    def get(api, name):
+        if api is None:
+            return None
+        attr = getattr(api, f"Get{name}Attr")()
+        return attr.Get() if attr and attr.HasAuthoredValue() else None
+
+    body_density = get(mass_api, "Density")
+    body_density = body_density * kpu / mpu**3 if body_density else None
+    total_m, first_moment, parts = 0.0, np.zeros(3), []
+    for sp in desc.collisions:
+        sd = shapes.get(sp)
+        if sd is None:
+            continue
+        kind, sdesc = sd
+        sprim = stage.GetPrimAtPath(sp)
+        s_api = UsdPhysics.MassAPI(sprim) if sprim and sprim.HasAPI(UsdPhysics.MassAPI) else None
+        s_density = get(s_api, "Density")
+        # UsdPhysics precedence: collider MassAPI > body MassAPI > bound physics material > 1000
+        density = s_density * kpu / mpu**3 if s_density else (
+            body_density or _material_density(sprim, mpu, kpu) or DEFAULT_DENSITY_SI)
+        res = _shape_mass(sdesc, kind, density, mpu)
+        if res is None and kind == "MeshShape":
+            res = _mesh_mass(sprim, body_prim, density, mpu)  # the mesh collides as its convex hull
+        if res is None:
+            warner(sp, "mass", f"collider type {kind} does not contribute mass or inertia "
+                               "(author physics:mass / physics:diagonalInertia on the body)")
+            continue
+        m, c, I = res
+        s_mass = get(s_api, "Mass")
+        if s_mass and s_mass > 0:
+            I = I * (s_mass * kpu / m) if m > 0 else I
+            m = s_mass * kpu
+        total_m += m
+        first_moment += m * c
+        parts.append((m, c, I))
+    com = first_moment / total_m if total_m > 0 else np.zeros(3)
+    inertia = np.zeros((3, 3))
+    for m, c, I in parts:
+        d = c - com
+        inertia += I + m * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+
+    mass = get(mass_api, "Mass")
+    if mass and mass > 0:
+        mass = mass * kpu
+        if total_m > 0:
+            inertia *= mass / total_m
+    else:
+        mass = total_m
+    if mass <= 0:
+        mass = 1.0
+        warner(path, "mass", "no physics:mass and no collider to derive it from: using 1 kg")
+    c_auth = get(mass_api, "CenterOfMass")
+    scale = world_scale(body_prim)
+    if c_auth is not None and all(math.isfinite(x) for x in c_auth):
+        com = vec3(c_auth) * scale * mpu
+    diag = get(mass_api, "DiagonalInertia")
+    if diag is not None and any(x > 0 for x in diag):
+        moments = vec3(diag) * kpu * mpu * mpu
+        pa = get(mass_api, "PrincipalAxes")
+        # usd-core's unauthored-looking value is the zero quaternion: the identity
+        axes = unit_quat_xyzw(pa) if pa is not None and (pa.GetReal() != 0 or pa.GetImaginary().GetLength() > 0) \
+            else np.array([0, 0, 0, 1.0])
+    elif np.trace(inertia) > 0:
+        w, v = np.linalg.eigh(inertia)
+        if np.linalg.det(v) < 0:
+            v[:, 2] *= -1
+        moments, axes = w, matrix_to_quat(v)
+    else:
+        r = FALLBACK_INERTIA_RADIUS
+        moments = np.full(3, 0.4 * mass * r * r)
+        axes = np.array([0, 0, 0, 1.0])
+        warner(path, "inertia", "no physics:diagonalInertia and no collider shapes: using the inertia "
+                                f"of a solid sphere of radius {r} m")
+    moments = np.maximum(moments, 1e-12 * max(float(np.max(moments)), 1e-30))
+    return mass, com, moments, axes
+
+
+def _shape_mass(desc, kind: str, density: float, mpu: float):
+    """(mass, com, inertia about com in body frame) of one primitive collider, SI; None for
+    kinds without a closed form (meshes, planes)."""
+    lp = vec3(desc.localPos) * mpu
+    rm = quat_to_matrix(unit_quat_xyzw(desc.localRot))
+    if kind == "SphereShape":
+        r = desc.radius * mpu
+        vol = 4.0 / 3.0 * math.pi * r**3
+        m = density * vol
+        Ic = np.eye(3) * 0.4 * m * r * r
+    elif kind == "CubeShape":
+        a, b, c = (vec3(desc.halfExtents) * mpu).tolist()
+        m = density * 8 * a * b * c
+        Ic = np.diag([m / 3 * (b * b + c * c), m / 3 * (a * a + c * c), m / 3 * (a * a + b * b)])
+    elif kind in ("CylinderShape", "CapsuleShape", "ConeShape", "Cylinder1ShapeDesc", "Capsule1Shape"):
+        r = desc.radius * mpu if hasattr(desc, "radius") else desc.topRadius * mpu
+        hh = desc.halfHeight * mpu
+        ax = AXIS_INDEX.get(str(desc.axis).split(".")[-1], 2)
+        if kind == "CylinderShape":
+            m = density * math.pi * r * r * 2 * hh
+            ia = 0.5 * m * r * r
+            it = m * (3 * r * r + 4 * hh * hh) / 12
+        elif kind == "CapsuleShape":
+            mc = density * math.pi * r * r * 2 * hh
+            ms = density * 4.0 / 3.0 * math.pi * r**3
+            m = mc + ms
+            ia = 0.5 * mc * r * r + 0.4 * ms * r * r
+            it = mc * (3 * r * r + 4 * hh * hh) / 12 + ms * (0.4 * r * r + hh * hh + 0.75 * hh * r)
+        else:  # cone, apex up the axis: COM a quarter of the height above the base
+            h = 2 * hh
+            m = density * math.pi * r * r * h / 3
+            ia = 0.3 * m * r * r
+            it = m * (3 * r * r / 20 + 3 * h * h / 80)
+            lp = lp + rm @ (np.eye(3)[ax] * (-hh + h / 4))
+        d = np.full(3, it)
+        d[ax] = ia
+        Ic = np.diag(d)
+    else:
+        return None
+    return m, lp, rm @ Ic @ rm.T
+
+
+def _mesh_mass(prim, body_prim, density: float, mpu: float):
+    """(mass, com, inertia about com in the body frame) of a mesh collider's convex hull, SI;
+    None when it has no volume. The hull is what the mesh collides as (docs/contact.md)."""
+    pts = UsdGeom.Mesh(prim).GetPointsAttr().Get() if prim else None
+    if not pts:
+        return None
+    cache = UsdGeom.XformCache()
+    rel = row_matrix(cache.GetLocalToWorldTransform(prim)) @ np.linalg.inv(
+        rigid_frame(cache.GetLocalToWorldTransform(body_prim)))
+    p = (np.asarray(pts, float).reshape(-1, 3) @ rel[:3, :3] + rel[3, :3]) * mpu
+    hull = True
+    try:
+        from scipy.spatial import ConvexHull, QhullError
+
+        try:
+            tris = ConvexHull(p).simplices  # unoriented triangles of the hull
+        except QhullError:  # flat or degenerate: no volume
+            return None
+    except ImportError:
+        hull = False  # no scipy: the mesh's own faces (exact for a closed convex mesh)
+        counts = UsdGeom.Mesh(prim).GetFaceVertexCountsAttr().Get() or []
+        idx = list(UsdGeom.Mesh(prim).GetFaceVertexIndicesAttr().Get() or [])
+        fan, k = [], 0
+        for n in counts:
+            fan += [(idx[k], idx[k + i], idx[k + i + 1]) for i in range(1, n - 1)]
+            k += n
+        tris = np.array(fan, int).reshape(-1, 3)
+    o = p.mean(axis=0)  # inside the hull: every tetrahedron (o, face) has the same sign
+    a, b, c = p[tris[:, 0]] - o, p[tris[:, 1]] - o, p[tris[:, 2]] - o
+    vol = np.einsum("ij,ij->i", a, np.cross(b, c)) / 6.0
+    vol = np.abs(vol) if hull else vol * np.sign(vol.sum())
+    if vol.sum() <= 1e-15:
+        return None
+    V = float(vol.sum())
+    com_rel = ((a + b + c) / 4.0 * vol[:, None]).sum(axis=0) / V
+    # second moment of each tetrahedron (0, a, b, c): V/20 (sum p p^T + s s^T)
+    s_ = a + b + c
+    C = np.zeros((3, 3))
+    for v, x, y, z, sv in zip(vol, a, b, c, s_):
+        C += v / 20.0 * (np.outer(x, x) + np.outer(y, y) + np.outer(z, z) + np.outer(sv, sv))
+    C = C * density - density * V * np.outer(com_rel, com_rel)  # about the centre of mass
+    m = density * V
+    return m, o + com_rel, np.trace(C) * np.eye(3) - C
+
+
+def _material_density(prim, mpu: float, kpu: float) -> float:
+    """physics:density (kg/m^3) of the material bound to a collider for purpose "physics"; 0 if none."""
+    if not prim:
+        return 0.0
+    mat, _rel = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial("physics")
+    if not mat or not mat.GetPrim().HasAPI(UsdPhysics.MaterialAPI):
+        return 0.0
+    val = UsdPhysics.MaterialAPI(mat.GetPrim()).GetDensityAttr().Get()
+    if val is None or not math.isfinite(val) or val <= 0:
+        return 0.0
+    return float(val) * kpu / mpu**3

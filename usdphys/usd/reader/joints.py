@@ -1,0 +1,199 @@
+"""UsdPhysics joints (and our composite joints) -> Model joint rows, SI and radians.
+
+Each joint becomes locked DOFs, limits and drives in joint-frame coordinates (TransX..RotZ
+order). usd-core's parser already resolves joint types, limits, drives and the two local
+frames; this module converts units and maps them onto the solver's row layout. Composite
+joints (MbdRevoluteSphericalJoint, MbdRevoluteTranslationalJoint) reach usd-core as generic
+joints and are recognised here by prim type. Cone limits and breakable joints are not
+simulated: named in a warning, never dropped silently.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pxr import Usd, UsdPhysics
+
+from usdphys.errors import UsdphysError
+from usdphys.math3d import quat_mul, quat_rotate
+from usdphys.types.model import COMPOSITE_REVOLUTE_SPHERICAL, COMPOSITE_REVOLUTE_TRANSLATIONAL, Model
+from usdphys.usd.gfconv import unit_quat_xyzw, vec3
+from usdphys.usd.reader.shapes import AXIS_INDEX
+from usdphys.usd.tokens import Tokens
+
+DEG = math.pi / 180.0
+
+_COMPOSITE_TYPES = {
+    Tokens.MbdRevoluteSphericalJoint: COMPOSITE_REVOLUTE_SPHERICAL,
+    Tokens.MbdRevoluteTranslationalJoint: COMPOSITE_REVOLUTE_TRANSLATIONAL,
+}
+
+# usd-core's D6 DOF names -> the solver's joint DOF row
+_DOF_INDEX = {"TransX": 0, "TransY": 1, "TransZ": 2, "RotX": 3, "RotY": 4, "RotZ": 5}
+
+
+def read_joints(stage: Usd.Stage, by_type: dict, model: Model, index: dict, mpu: float, kpu: float,
+                warner) -> None:
+    """Add every enabled joint of usd-core's parse (``by_type``: desc kind -> (path, desc)
+    pairs) to ``model``, sorted by kind then path so joint rows are reproducible."""
+    for kind in sorted(k for k in by_type if k.endswith("Joint")):
+        for p, d in sorted(by_type[kind], key=lambda it: str(it[0])):
+            _read_joint(stage, model, index, kind, p, d, mpu, kpu, warner)
+
+
+def _side(index, body_path, pos, rot, mpu):
+    """(body index, frame pos, frame rot) for one side of a joint.
+
+    usd-core's parser gives the frame in the body's (unscaled) prim frame when the side is a
+    simulated body, and already in WORLD coordinates when it is the world, a static body or
+    any other prim (it folds that prim's transform in).
+    """
+    key = str(body_path) if body_path and not body_path.isEmpty else ""
+    return index.get(key, -1), pos * mpu, rot
+
+
+def _composite_distance(prim, model: Model, b0, p0, r0, b1, p1, r1, composite: int, mpu: float) -> float:
+    """mbd:distance (stage units -> m) or, unauthored, its value in the initial configuration."""
+    attr = prim.GetAttribute(Tokens.mbdDistance) if prim else None
+    if attr and attr.HasAuthoredValue():
+        v = attr.Get()
+        if v is None or not math.isfinite(float(v)):
+            raise UsdphysError(f"{prim.GetPath()}: {Tokens.mbdDistance} = {v}: expected a finite number")
+        return float(v) * mpu
+
+    def world(b, p, r):
+        if b < 0:
+            return np.asarray(p, float), np.asarray(r, float)
+        return model.body_pos[0, b] + quat_rotate(model.body_rot[0, b], p), quat_mul(model.body_rot[0, b], r)
+
+    P0, _ = world(b0, p0, r0)
+    P1, Q1 = world(b1, p1, r1)
+    if composite == COMPOSITE_REVOLUTE_SPHERICAL:
+        return float(np.linalg.norm(P1 - P0))
+    return float(np.dot(P1 - P0, quat_rotate(Q1, np.array([1.0, 0.0, 0.0]))))
+
+
+def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
+    prim = stage.GetPrimAtPath(path)
+    tname = str(prim.GetTypeName()) if prim else ""
+    if not d.jointEnabled:
+        return  # disabled joints are authored intent: simply not simulated
+    if kind in ("CustomJoint",):
+        warner(path, "joint", f"custom joint type {tname or '?'} is not simulated; ignored")
+        return
+    b0, p0, r0 = _side(index, d.body0, vec3(d.localPose0Position), unit_quat_xyzw(d.localPose0Orientation), mpu)
+    b1, p1, r1 = _side(index, d.body1, vec3(d.localPose1Position), unit_quat_xyzw(d.localPose1Orientation), mpu)
+    if b0 < 0 and b1 < 0:
+        warner(path, "joint", "joint connects no simulated (dynamic or kinematic) body; ignored")
+        return
+    if math.isfinite(d.breakForce) or math.isfinite(d.breakTorque):
+        warner(path, "break", "breakForce / breakTorque (breakable joints) not simulated; the joint never breaks")
+
+    locked = np.zeros(6, bool)
+    lower = np.full(6, -np.inf)
+    upper = np.full(6, np.inf)
+    k = np.zeros(6)
+    c = np.zeros(6)
+    tp = np.zeros(6)
+    tv = np.zeros(6)
+    fmax = np.full(6, np.inf)
+    accel = np.zeros(6, bool)
+    ang_unit_force = kpu * mpu * mpu  # stage torque unit in N m
+    lin_unit_force = kpu * mpu  # stage force unit in N
+
+    def set_drive(dof, drv):
+        if drv is None or not drv.enabled:
+            return
+        if dof >= 3:  # angular: per degree -> per radian
+            k[dof] = drv.stiffness / DEG * (1.0 if drv.acceleration else ang_unit_force)
+            c[dof] = drv.damping / DEG * (1.0 if drv.acceleration else ang_unit_force)
+            tp[dof] = drv.targetPosition * DEG
+            tv[dof] = drv.targetVelocity * DEG
+            fmax[dof] = drv.forceLimit * ang_unit_force
+        else:
+            k[dof] = drv.stiffness * (1.0 if drv.acceleration else lin_unit_force / mpu)
+            c[dof] = drv.damping * (1.0 if drv.acceleration else lin_unit_force / mpu)
+            tp[dof] = drv.targetPosition * mpu
+            tv[dof] = drv.targetVelocity * mpu
+            fmax[dof] = drv.forceLimit * lin_unit_force
+        if drv.acceleration:
+            accel[dof] = True
+        if k[dof] < 0 or c[dof] < 0:
+            raise UsdphysError(f"{path}: drive stiffness and damping must be >= 0")
+
+    def set_limit(dof, lim, unit):
+        lo = lim.lower
+        hi = lim.upper
+        if math.isfinite(lo) and math.isfinite(hi) and lo > hi:  # UsdPhysics: low > high locks the DOF
+            locked[dof] = True
+            return
+        if math.isfinite(lo):
+            lower[dof] = lo * unit
+        if math.isfinite(hi):
+            upper[dof] = hi * unit
+
+    if tname in _COMPOSITE_TYPES:
+        comp = _COMPOSITE_TYPES[tname]
+        dist = _composite_distance(prim, model, b0, p0, r0, b1, p1, r1, comp, mpu)
+        label = "revolute-spherical" if comp == COMPOSITE_REVOLUTE_SPHERICAL else "revolute-translational"
+        model.add_joint(str(path), b0, b1, p0, r0, p1, r1, kind=label, composite=comp, composite_distance=dist)
+        return
+    is_distance = False
+    dmin = dmax = np.nan
+    label = kind.replace("Joint", "").lower() or "generic"
+    if kind == "FixedJoint":
+        locked[:] = True
+    elif kind in ("RevoluteJoint", "PrismaticJoint"):
+        ax = AXIS_INDEX[str(d.axis).split(".")[-1]]
+        if kind == "RevoluteJoint":
+            locked[:3] = True
+            locked[3:] = True
+            locked[3 + ax] = False
+            dof, unit = 3 + ax, DEG
+        else:
+            locked[:] = True
+            locked[ax] = False
+            dof, unit = ax, mpu
+        set_limit(dof, d.limit, unit)
+        set_drive(dof, d.drive)
+    elif kind == "SphericalJoint":
+        locked[:3] = True
+        cone0 = prim.GetAttribute(UsdPhysics.Tokens.physicsConeAngle0Limit).Get() if prim else None
+        cone1 = prim.GetAttribute(UsdPhysics.Tokens.physicsConeAngle1Limit).Get() if prim else None
+        if (cone0 is not None and cone0 >= 0) or (cone1 is not None and cone1 >= 0):
+            warner(path, "cone", "spherical cone limit is not simulated yet; the joint swings freely")
+    elif kind == "DistanceJoint":
+        is_distance = True
+        if d.minEnabled and d.limit.lower >= 0:
+            dmin = d.limit.lower * mpu
+        if d.maxEnabled and d.limit.upper >= 0:
+            dmax = d.limit.upper * mpu
+        if not (np.isfinite(dmin) or np.isfinite(dmax)):
+            warner(path, "distance", "distance joint with neither min nor max distance authored constrains nothing")
+    elif kind == "D6Joint":
+        label = "generic"
+        for pair in d.jointLimits:
+            name = str(pair.first).split(".")[-1]
+            if name not in _DOF_INDEX:
+                warner(path, f"limit-{name}", f"limit on DOF '{name}' is not supported; ignored")
+                continue
+            dof = _DOF_INDEX[name]
+            set_limit(dof, pair.second, DEG if dof >= 3 else mpu)
+        for pair in d.jointDrives:
+            name = str(pair.first).split(".")[-1]
+            if name not in _DOF_INDEX:
+                warner(path, f"drive-{name}", f"drive on DOF '{name}' is not supported; ignored")
+                continue
+            set_drive(_DOF_INDEX[name], pair.second)
+        free_rot = int(np.sum(~locked[3:]))
+        rot_limited = any(np.isfinite(lower[3 + a]) or np.isfinite(upper[3 + a]) for a in range(3) if not locked[3 + a])
+        if free_rot > 1 and rot_limited:
+            warner(path, "rotlimit", "rotation limits on a joint with several free rotations use per-axis twist "
+                                     "angles (exact only while the other free rotations are small)")
+    else:
+        warner(path, "joint", f"joint type {kind} is not simulated; ignored")
+        return
+    model.add_joint(str(path), b0, b1, p0, r0, p1, r1, locked=locked, lower=lower, upper=upper, kind=label,
+                    drive_stiffness=k, drive_damping=c, drive_target_pos=tp, drive_target_vel=tv,
+                    drive_max_force=fmax, drive_accel=accel, dist_min=dmin, dist_max=dmax,
+                    is_distance=is_distance)
