@@ -278,7 +278,27 @@ class Solver:
                  "contacts were dropped; pass a larger ContactOptions(capacity=...) to the Solver")
             self.cs.dropped.zero_()
 
+    def _report_limits_at_start(self) -> None:
+        """Name every limit the input pose already violates, with the amount (once per row)."""
+        rows = self.rows
+        mode = np.asarray(rows.mode)
+        limit = np.flatnonzero((mode == MODE_LOWER) | (mode == MODE_UPPER))
+        if limit.size == 0:
+            return
+        held = self.sc.els.rval.numpy()[:, limit]  # (W, n): the bound each limit starts with
+        value = np.asarray(rows.value, float)[limit]
+        off = np.max(np.abs(held - value[None, :]), axis=0)
+        for k in np.flatnonzero(off > ASSEMBLY_WARN):
+            i = int(limit[k])
+            angular = int(rows.kind[i]) == int(ROW_TWIST)
+            amount = f"{np.degrees(off[k]):.4g} deg" if angular else f"{off[k]:.4g} m"
+            bound = f"{np.degrees(value[k]):.6g} deg" if angular else f"{value[k]:.6g} m"
+            side = "lower" if mode[i] == MODE_LOWER else "upper"
+            warn(f"{self._row_source(i)}: starts {amount} outside its {side} limit ({bound}); the limit holds "
+                 "it where it starts (it cannot go further out and may move back in), nothing is moved at t = 0")
+
     def _report_assembly(self) -> None:
+        self._report_limits_at_start()
         err = self.dg.init_error.numpy()
         rows = self.dg.init_row.numpy()
         w = int(np.argmax(err)) if err.size else 0
@@ -295,7 +315,7 @@ class Solver:
             t = float(self.dg.fail_time.numpy()[w])
             raise UsdphysError(
                 f"the step at t = {t:.6g} s{world} did not converge, even reduced to dt/{2 ** K.MAX_HALVINGS}: "
-                f"{self._row_source(row)} is still off by {err:.3g} m or rad (tolerance {self.tol * K.ACCEPT_FACTOR:.3g}). "
+                f"{self._row_source(row)} is still off by {err:.3g} m or rad (tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g}). "
                 "Check that the joints can all hold at once (consistent frames, limits that leave room), "
                 "or try a smaller --dt."
             )

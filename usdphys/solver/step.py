@@ -833,7 +833,7 @@ def advance_step(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: 
                 dg.fail_time[w] = sc.els.tnow[w]
                 return 0
             level = level + 1
-            unit = unit / 2
+            unit = unit // 2
             hs = wp.float64(0.5) * hs
     return 1
 
