@@ -18,6 +18,8 @@ import logging
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from usdphys.errors import UsdphysError
 
 # `usdphys assemble`: written, but some body stayed unresolved or some mate's frames do not
@@ -116,6 +118,9 @@ def _simulate(args) -> int:
     out = result.write(args.output)
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")
+    reduced = int(np.max(result.reduced_steps)) if result.reduced_steps is not None else 0
+    print(f"largest joint residual {float(np.max(result.max_constraint_error)):.3g} m or rad; "
+          f"{reduced} step(s) reduced to converge")
     return 0
 
 

@@ -42,6 +42,8 @@ class Result:
     # the last step of every frame: (F, W, M); frame 0 holds 0 (issue #5)
     motor_paths: list[str] = field(default_factory=list)
     motor_efforts: np.ndarray | None = None
+    # (W,) steps that did not converge at dt and were retried as smaller steps (solver.md)
+    reduced_steps: np.ndarray | None = None
 
     def write(self, path: str | os.PathLike, world: int = 0):
         """Write world `world` as a new layer over the input (atomic; the input is never touched)."""
@@ -177,4 +179,4 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
                   orientations=rot, fps=fps, dt=h, substeps=substeps, model=model,
                   max_constraint_error=run.max_constraint_error, stage=stage, input_path=input_path,
                   assembly_layer=assembly_layer, motor_paths=list(solver.elements.motor_paths),
-                  motor_efforts=run.motor_effort)
+                  motor_efforts=run.motor_effort, reduced_steps=run.reduced_steps)

@@ -16,7 +16,7 @@ import warp as wp
 
 from usdphys.errors import UsdphysError, warn
 from usdphys.solver.warpinit import init_warp
-from usdphys.types.model import MODE_EQUAL, Model
+from usdphys.types.model import MODE_EQUAL, MODE_LOWER, MODE_UPPER, ROW_TWIST, Model
 from usdphys.solver import forces
 from usdphys.solver import step as K
 from usdphys.solver.ldl import row_envelope
@@ -41,6 +41,8 @@ class SolverRun:
     # (F+1, W, M) generalised force of every motor (N or N m, on body1 along / about its DOF)
     # in the last step of each frame; frame 0 is 0 (issue #5)
     motor_effort: np.ndarray | None = None
+    # (W,) steps that did not converge at the full step and were retried as smaller steps
+    reduced_steps: np.ndarray | None = None
 
 
 def _arr(data, dtype, device, shape=None):
@@ -48,6 +50,20 @@ def _arr(data, dtype, device, shape=None):
     if shape is not None:
         a = a.reshape(shape)
     return wp.array(a, dtype=dtype, device=device)
+
+
+def _twist_limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the [lower, upper] range (rad) of the joint DOF a twist limit row bounds;
+    (-inf, inf) for every other row. The kernel starts the unwrapped coordinate inside it."""
+    n = rows.count
+    lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
+    kind, mode, src, axis = (np.asarray(a) for a in (rows.kind, rows.mode, rows.source, rows.axis))
+    for i in np.flatnonzero((kind == ROW_TWIST) & ((mode == MODE_LOWER) | (mode == MODE_UPPER))):
+        j = int(src[i])
+        if 0 <= j < model.joint_count:
+            lo[i] = model.joint_lower[j, 3 + int(axis[i])]
+            hi[i] = model.joint_upper[j, 3 + int(axis[i])]
+    return lo, hi
 
 
 class Solver:
@@ -110,6 +126,9 @@ class Solver:
         m.row_tv = _arr(pad(rows.target_vel, Rn, 0), wp.float64, dev)
         m.row_fmax = _arr(pad(np.minimum(rows.max_force, 1e300), Rn, 0), wp.float64, dev)
         m.row_accel = _arr(pad(rows.accel, Rn, 0), wp.int32, dev)
+        lo, hi = _twist_limit_ranges(model, rows)
+        m.row_lo = _arr(pad(lo, Rn, 0), wp.float64, dev)
+        m.row_hi = _arr(pad(hi, Rn, 0), wp.float64, dev)
         m.el = forces.element_data(self.elements, dev)
         m.has_elements = int(forces.has_elements(self.elements))
         self.m = m
@@ -129,7 +148,7 @@ class Solver:
         sc.iinv = wp.zeros((W, Bn), dtype=wp.mat33d, device=dev)
         for name in ("jl0", "ja0", "jl1", "ja1", "wl0", "wa0", "wl1", "wa1"):
             setattr(sc, name, wp.zeros((W, Rn), dtype=wp.vec3d, device=dev))
-        for name in ("g0", "sdiag", "sshift", "sinv", "lam", "lwarm", "lwarm2", "lwarm3", "res", "D"):
+        for name in ("g0", "sdiag", "sshift", "sinv", "lam", "lwarm", "lwarm2", "lwarm3", "res", "D", "qc", "qg", "dlam"):
             setattr(sc, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
         sc.act = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
         sc.A = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
@@ -149,6 +168,10 @@ class Solver:
         dg.init_row = wp.full(W, -1, dtype=wp.int32, device=dev)
         dg.n_updates = wp.zeros(W, dtype=wp.int32, device=dev)
         dg.n_factor = wp.zeros(W, dtype=wp.int32, device=dev)
+        dg.n_reduced = wp.zeros(W, dtype=wp.int32, device=dev)
+        dg.fail_row = wp.full(W, -1, dtype=wp.int32, device=dev)
+        dg.fail_err = wp.zeros(W, dtype=wp.float64, device=dev)
+        dg.fail_time = wp.zeros(W, dtype=wp.float64, device=dev)
         self.dg = dg
         self.counter = wp.zeros(1, dtype=wp.int32, device=dev)
         # contact (issue #7): shapes, candidate pairs and per-world contact buffers
@@ -159,6 +182,7 @@ class Solver:
         m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and self.cm.n_pairs == 0)
         sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)
         sc.rfresh = wp.zeros(W, dtype=wp.int32, device=dev)
+        sc.conv_err = wp.zeros(W, dtype=wp.float64, device=dev)
 
     # ------------------------------------------------------------------
     def run(self, frames: int, substeps: int, dt: float,
@@ -190,6 +214,7 @@ class Solver:
         n_mot = self.elements.motor_rows.shape[0]
         out_eff = wp.zeros((frames + 1, W, max(n_mot, 1)), dtype=wp.float64, device=dev)
         self.dg.max_error.zero_()
+        self.dg.n_reduced.zero_()
         self.counter.zero_()
 
         chunk = max(1, min(frames, math.ceil(STEPS_PER_LAUNCH / max(1, substeps * W))))
@@ -220,7 +245,8 @@ class Solver:
         rot = out_rot.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
         self._time += frames * substeps * dt
         return SolverRun(pos=pos, rot=rot, max_constraint_error=self.dg.max_error.numpy().copy(),
-                         motor_effort=out_eff.numpy()[:, :, :n_mot].copy())
+                         motor_effort=out_eff.numpy()[:, :, :n_mot].copy(),
+                         reduced_steps=self.dg.n_reduced.numpy().copy())
 
     def state(self):
         """Current COM-frame state as numpy: pos, rot (xyzw), vel (half-step), omega; each (W, B, k)."""
@@ -252,7 +278,27 @@ class Solver:
                  "contacts were dropped; pass a larger ContactOptions(capacity=...) to the Solver")
             self.cs.dropped.zero_()
 
+    def _report_limits_at_start(self) -> None:
+        """Name every limit the input pose already violates, with the amount (once per row)."""
+        rows = self.rows
+        mode = np.asarray(rows.mode)
+        limit = np.flatnonzero((mode == MODE_LOWER) | (mode == MODE_UPPER))
+        if limit.size == 0:
+            return
+        held = self.sc.els.rval.numpy()[:, limit]  # (W, n): the bound each limit starts with
+        value = np.asarray(rows.value, float)[limit]
+        off = np.max(np.abs(held - value[None, :]), axis=0)
+        for k in np.flatnonzero(off > ASSEMBLY_WARN):
+            i = int(limit[k])
+            angular = int(rows.kind[i]) == int(ROW_TWIST)
+            amount = f"{np.degrees(off[k]):.4g} deg" if angular else f"{off[k]:.4g} m"
+            bound = f"{np.degrees(value[k]):.6g} deg" if angular else f"{value[k]:.6g} m"
+            side = "lower" if mode[i] == MODE_LOWER else "upper"
+            warn(f"{self._row_source(i)}: starts {amount} outside its {side} limit ({bound}); the limit holds "
+                 "it where it starts (it cannot go further out and may move back in), nothing is moved at t = 0")
+
     def _report_assembly(self) -> None:
+        self._report_limits_at_start()
         err = self.dg.init_error.numpy()
         rows = self.dg.init_row.numpy()
         w = int(np.argmax(err)) if err.size else 0
@@ -262,11 +308,21 @@ class Solver:
 
     def _raise_blowup(self, status: np.ndarray, dt: float) -> None:
         w = int(np.flatnonzero(status)[0])
+        world = f" in world {w}" if self.W > 1 else ""
+        if status[w] == 3:
+            row = int(self.dg.fail_row.numpy()[w])
+            err = float(self.dg.fail_err.numpy()[w])
+            t = float(self.dg.fail_time.numpy()[w])
+            raise UsdphysError(
+                f"the step at t = {t:.6g} s{world} did not converge, even reduced to dt/{2 ** K.MAX_HALVINGS}: "
+                f"{self._row_source(row)} is still off by {err:.3g} m or rad (tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g}). "
+                "Check that the joints can all hold at once (consistent frames, limits that leave room), "
+                "or try a smaller --dt."
+            )
         body = int(self.dg.fail_body.numpy()[w])
         step = int(self.dg.fail_step.numpy()[w])
         what = "non-finite state (NaN/inf)" if status[w] == 1 else "runaway motion (speed or position beyond any physical range)"
         path = self.model.body_paths[body] if 0 <= body < self.B else "?"
-        world = f" in world {w}" if self.W > 1 else ""
         raise UsdphysError(
             f"simulation blew up at t = {step * dt:.6g} s{world}: body {path} has a {what}. "
             "Try a smaller --dt, or check masses, inertias, drive gains and joint frames."

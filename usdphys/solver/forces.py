@@ -170,13 +170,6 @@ class ElementState:
 # Warp functions
 # ----------------------------------------------------------------------------------------
 @wp.func
-def wrap_pi(a: wp.float64) -> wp.float64:
-    """a mapped into [-pi, pi) in O(1) (motor values may be many turns)."""
-    two_pi = wp.float64(6.283185307179586)
-    return a - two_pi * wp.floor((a + wp.float64(3.141592653589793)) / two_pi)
-
-
-@wp.func
 def time_fn(el: ElementData, fn: int, t: wp.float64) -> wp.float64:
     return eval_time_function(t, wp.int32(fn), el.tf_kinds, el.tf_params, el.tf_data)
 

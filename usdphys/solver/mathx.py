@@ -37,13 +37,8 @@ def basis(i: int) -> wp.vec3d:
 
 @wp.func
 def wrap_angle(a: wp.float64) -> wp.float64:
-    """Map an angle difference into (-pi, pi]."""
-    r = a
-    while r > PI:
-        r = r - TWO_PI
-    while r <= -PI:
-        r = r + TWO_PI
-    return r
+    """Map an angle into (-pi, pi] in O(1): a value many turns away (or 1e30) costs the same."""
+    return a - TWO_PI * wp.ceil((a - PI) / TWO_PI)
 
 
 @wp.func

@@ -29,7 +29,6 @@ from usdphys.solver.forces import (
     law_force,
     time_fn,
     time_fn_integral,
-    wrap_pi,
 )
 from usdphys.solver.ldl import ldl_factor, ldl_solve
 from usdphys.solver.mathx import (
@@ -41,6 +40,7 @@ from usdphys.solver.mathx import (
     MODE_UPPER,
     ROW_DIST,
     ROW_TWIST,
+    TWO_PI,
     cayley,
     cmul,
     eval_row,
@@ -63,6 +63,14 @@ REFACTOR_RATE = wp.constant(wp.float64(0.1))
 MAX_SPEED = wp.constant(wp.float64(1.0e5))  # m/s, far above any multibody machine
 MAX_SPIN = wp.constant(wp.float64(1.0e6))  # rad/s
 MAX_POS = wp.constant(wp.float64(1.0e9))  # m
+# A step whose rows are still off by more than ACCEPT_FACTOR x the Newton tolerance after the
+# iterations is not committed: it is retried as two half steps, down to 1/2^MAX_HALVINGS of
+# the step, and then the run stops naming time, row and residual (never committed silently).
+ACCEPT_FACTOR = wp.constant(wp.float64(1.0e3))
+MAX_HALVINGS = wp.constant(6)
+# A Newton update that does not shrink the residual is halved (backtracking), at most this many
+# times in a row: it stops the 2-cycles Newton falls into on kinked laws and thin-rod rows.
+MAX_BACKTRACK = wp.constant(4)
 
 
 @wp.struct
@@ -89,6 +97,10 @@ class ModelData:
     row_tv: wp.array(dtype=wp.float64)
     row_fmax: wp.array(dtype=wp.float64)
     row_accel: wp.array(dtype=wp.int32)
+    # twist rows: the DOF's [lower, upper] (rad, +-inf when open), used once to pick the turn of
+    # the unwrapped joint coordinate at the start (inside the range when the pose allows)
+    row_lo: wp.array(dtype=wp.float64)
+    row_hi: wp.array(dtype=wp.float64)
     has_elements: int  # 0: no motors, law / friction rows or loads (begin / end_elements skipped)
     equal_only: int  # 1: every row is an equal row and nothing collides (A reused, impulses extrapolated)
     el: ElementData  # force elements, motors, friction, loads (issue #5; forces.py)
@@ -129,17 +141,23 @@ class Scratch:
     sshift: wp.array2d(dtype=wp.float64)
     sinv: wp.array2d(dtype=wp.float64)
     lam: wp.array2d(dtype=wp.float64)
+    dlam: wp.array2d(dtype=wp.float64)  # the last Newton update (halved when it overshoots)
     # equal rows: the impulses of the last three steps (Newton warm start by extrapolation)
     lwarm: wp.array2d(dtype=wp.float64)
     lwarm2: wp.array2d(dtype=wp.float64)
     lwarm3: wp.array2d(dtype=wp.float64)
     res: wp.array2d(dtype=wp.float64)
     act: wp.array2d(dtype=wp.int32)
+    # twist rows: the unwrapped (multi-turn) joint coordinate qc and the wrapped angle qg it was
+    # last measured at; qc follows the motion continuously, so limits compare with the true angle
+    qc: wp.array2d(dtype=wp.float64)
+    qg: wp.array2d(dtype=wp.float64)
     A: wp.array3d(dtype=wp.float64)
     Lf: wp.array3d(dtype=wp.float64)
     D: wp.array2d(dtype=wp.float64)
     fage: wp.array(dtype=wp.int32)  # steps since Lf, D were factorised (-1: none valid)
     rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
+    conv_err: wp.array(dtype=wp.float64)  # the step's largest row residual after solve_rows
     els: ElementState  # per-world element state (issue #5; forces.py)
 
 
@@ -154,6 +172,10 @@ class Diagnostics:
     init_row: wp.array(dtype=wp.int32)
     n_updates: wp.array(dtype=wp.int32)  # Newton updates (linear solves) since the counters were zeroed
     n_factor: wp.array(dtype=wp.int32)  # LDL factorisations since then
+    n_reduced: wp.array(dtype=wp.int32)  # steps retried as smaller steps (did not converge at first)
+    fail_row: wp.array(dtype=wp.int32)  # status 3: the row with the largest residual
+    fail_err: wp.array(dtype=wp.float64)  # status 3: that residual (m or rad)
+    fail_time: wp.array(dtype=wp.float64)  # status 3: the start time of the step that failed
 
 
 @wp.func
@@ -177,6 +199,35 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
     b1 = m.row_b1[i]
     return eval_row(m.row_kind[i], m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
                     body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1))
+
+
+@wp.func
+def start_turn(g: wp.float64, lo: wp.float64, hi: wp.float64) -> wp.float64:
+    """The multi-turn value of a wrapped angle g in (-pi, pi] to start from: g itself when it
+    lies in [lo, hi] or the range is open there, else g + 2 pi k for the k that brings it into
+    the range, else the turn nearest to the range. O(1) for any range (even +-1e30)."""
+    q = g
+    if q < lo:
+        q = g + TWO_PI * wp.ceil((lo - g) / TWO_PI)
+        if q > hi:  # no turn fits: take the nearer of the two around the range
+            below = q - TWO_PI
+            if lo - below < q - hi:
+                q = below
+    elif q > hi:
+        q = g - TWO_PI * wp.ceil((g - hi) / TWO_PI)
+        if q < lo:
+            above = q + TWO_PI
+            if above - hi < lo - q:
+                q = above
+    return q
+
+
+@wp.func
+def row_coord(sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
+    """The coordinate a limit compares with: g for lengths, the unwrapped angle for twists."""
+    if kind == ROW_TWIST:
+        return sc.qc[w, i] + wrap_angle(g - sc.qg[w, i])
+    return g
 
 
 @wp.func
@@ -258,6 +309,8 @@ def residuals(m: ModelData, sc: Scratch, w: int, only_hard: int) -> wp.float64:
             if kind == ROW_TWIST:
                 dg = wrap_angle(dg)
             r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
+        elif mode == MODE_LOWER or mode == MODE_UPPER:
+            r = row_sign(mode) * (row_coord(sc, w, i, kind, g) - sc.els.rval[w, i])
         else:
             dg = g - sc.els.rval[w, i]
             if kind == ROW_TWIST:
@@ -276,10 +329,7 @@ def inequality_residual(m: ModelData, sc: Scratch, w: int, i: int) -> wp.float64
     b1 = m.row_b1[i]
     kind = m.row_kind[i]
     g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
-    dg = g - sc.els.rval[w, i]
-    if kind == ROW_TWIST:
-        dg = wrap_angle(dg)
-    return row_sign(m.row_mode[i]) * dg
+    return row_sign(m.row_mode[i]) * (row_coord(sc, w, i, kind, g) - sc.els.rval[w, i])
 
 
 # ---------------------------------------------------------------- force elements (issue #5)
@@ -332,7 +382,7 @@ def begin_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64, assemble: i
                 tt = t
             u = time_fn(el, int(el.fn[i]), tt)
             if kind == ROW_TWIST:
-                u = wrap_pi(u)
+                u = wrap_angle(u)
             es.rval[w, i] = u
         elif mot == W_MOTOR_VELOCITY:  # q(t_{n+1}) = q_ref + integral of u over the step
             if assemble != 0:
@@ -340,9 +390,8 @@ def begin_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64, assemble: i
             else:
                 q = es.qref[w, i] + time_fn_integral(el, int(el.fn[i]), t, h)
                 if kind == ROW_TWIST:
-                    q = wrap_pi(q)
-                es.qref[w, i] = q
-                es.rval[w, i] = q
+                    q = wrap_angle(q)
+                es.rval[w, i] = q  # the reference itself moves on when the step is committed
         if assemble != 0:
             continue
         if mode == MODE_LAW:
@@ -354,7 +403,7 @@ def begin_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64, assemble: i
             g0 = sc.g0[w, i]
             gun = g0
             if kind == ROW_TWIST:
-                gun = es.gun[w, i] + wrap_pi(g0 - es.gun[w, i])
+                gun = es.gun[w, i] + wrap_angle(g0 - es.gun[w, i])
             es.gun[w, i] = gun
             aii = sc.A[w, i, i]
             if aii <= wp.float64(0.0) or (kind == ROW_DIST and g0 < W_LINE_EPS):
@@ -403,6 +452,8 @@ def end_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64):
     t = es.tnow[w]
     for i in range(m.n_rows):
         mode = m.row_mode[i]
+        if el.motor[i] == W_MOTOR_VELOCITY:
+            es.qref[w, i] = es.rval[w, i]
         if mode == MODE_FRICTION:
             es.stick[w, i] = 0
             if sc.act[w, i] == 1:
@@ -477,23 +528,39 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             dg.n_factor[w] = dg.n_factor[w] + 1
         prev = wp.float64(0.0)
         sc.rfresh[w] = 0
+        nback = int(0)
         for it in range(MAX_NEWTON):
             worst = residuals(m, sc, w, 0)
-            if worst <= tol and it >= sc.els.min_newton[w]:  # law rows: >= 1 update (issue #5)
+            if worst <= tol and it >= sc.els.min_newton[w]:  # law rows: at least one update
                 sc.rfresh[w] = 1
+                sc.conv_err[w] = worst
                 break
+            if it > 0 and worst >= prev and sc.fage[w] == 0 and nback < MAX_BACKTRACK:
+                # the last update made things worse (far from the solution, or an ill-conditioned
+                # factor): take half of it back and look again, instead of diverging
+                nback = nback + 1
+                for i in range(nr):
+                    if sc.act[w, i] == 1:
+                        half = wp.float64(0.5) * sc.dlam[w, i]
+                        sc.dlam[w, i] = half
+                        sc.lam[w, i] = sc.lam[w, i] - half
+                move_bodies(m, st, sc, w, h, assemble)
+                continue
             if sc.fage[w] > 0 and it > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
                 build_A(m, sc, w)
                 ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, m.row_first, w, nr)
                 sc.fage[w] = 0
                 dg.n_factor[w] = dg.n_factor[w] + 1
             prev = worst
+            nback = 0
             dg.n_updates[w] = dg.n_updates[w] + 1
             for i in range(nr):
                 sc.res[w, i] = -sc.res[w, i] / h
             ldl_solve(sc.Lf, sc.D, m.row_first, sc.res, w, nr)
             for i in range(nr):
+                sc.dlam[w, i] = wp.float64(0.0)
                 if sc.act[w, i] == 1:
+                    sc.dlam[w, i] = sc.res[w, i]
                     sc.lam[w, i] = sc.lam[w, i] + sc.res[w, i]
             move_bodies(m, st, sc, w, h, assemble)
         changed = int(0)
@@ -520,11 +587,30 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             break
         move_bodies(m, st, sc, w, h, assemble)
         sc.rfresh[w] = 0
+    # what is left: the rows' residuals at the final poses, and any limit passed while inactive
+    err = wp.float64(0.0)
+    if sc.rfresh[w] != 0:
+        err = sc.conv_err[w]  # the Newton test's own measure (law rows: position-equivalent)
+    else:
+        err = residuals(m, sc, w, 0)
+        sc.rfresh[w] = 1
+    for i in range(nr):
+        mode = m.row_mode[i]
+        if (mode == MODE_LOWER or mode == MODE_UPPER) and sc.act[w, i] == 0:
+            r = inequality_residual(m, sc, w, i)
+            if r < wp.float64(0.0):
+                err = wp.max(err, -r)
+                if -r > ACCEPT_FACTOR * tol:
+                    sc.res[w, i] = r  # name it if the step fails
+    sc.conv_err[w] = err
 
 
 @wp.func
 def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: ContactModel, cs: ContactState,
-               w: int, h: wp.float64, tol: wp.float64, assemble: int):
+               w: int, h: wp.float64, tol: wp.float64, assemble: int) -> int:
+    """One step of h (or the assembly when assemble != 0). Returns 1 when committed, 0 when
+    the rows did not converge: then nothing that persists was changed, and the caller retries
+    with smaller steps (advance_step)."""
     nb = m.n_bodies
     nr = m.n_rows
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
@@ -554,6 +640,12 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         g, jl0, ja0, jl1, ja1 = row_at(m, i, st.pos, st.rot, w)
         s = row_sign(m.row_mode[i])
         sc.g0[w, i] = g
+        if m.row_kind[i] == ROW_TWIST:
+            if assemble != 0:
+                sc.qc[w, i] = start_turn(g, m.row_lo[i], m.row_hi[i])
+            else:
+                sc.qc[w, i] = sc.qc[w, i] + wrap_angle(g - sc.qg[w, i])
+            sc.qg[w, i] = g
         sc.jl0[w, i] = s * jl0
         sc.ja0[w, i] = s * ja0
         sc.jl1[w, i] = s * jl1
@@ -631,6 +723,21 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         begin_elements(m, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
     else:  # nothing to set up: the assembly already set every row's value (rval)
         sc.els.hnow[w] = h
+    for i in range(nr):
+        # A limit the pose violates at the step start (only possible when the input starts
+        # outside the range) acts at the current coordinate instead: the joint cannot go
+        # further out and may come back in, and no body is moved before t = 0.
+        mode = m.row_mode[i]
+        if mode == MODE_LOWER or mode == MODE_UPPER:
+            q0 = sc.g0[w, i]
+            if m.row_kind[i] == ROW_TWIST:
+                q0 = sc.qc[w, i]
+            bound = m.row_value[i]
+            if mode == MODE_LOWER:
+                bound = wp.min(bound, q0)
+            else:
+                bound = wp.max(bound, q0)
+            sc.els.rval[w, i] = bound
     if warm != 0:
         # warm-started: always take one Newton update (its linear solve lands far inside the
         # tolerance), so a pose held exactly from a cold start stays held exactly
@@ -647,6 +754,9 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
                           sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
             contact_kick(cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
             solve_rows(m, st, sc, dg, w, h, tol, 0)
+    if assemble == 0 and sc.conv_err[w] > ACCEPT_FACTOR * tol:
+        sc.fage[w] = -1  # the next try factorises afresh
+        return 0
     if assemble == 0:
         if m.has_elements != 0:
             end_elements(m, sc, w, h)
@@ -690,6 +800,42 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         sc.fage[w] = -1  # the assembly's factor (h = 1, its own active rows) is not reused
     if assemble == 0 and cm.n_pairs > 0:
         contact_end(cs, w, nb, st.vel, st.omega)  # position-only (split) impulses leave velocities
+    return 1
+
+
+@wp.func
+def advance_step(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: ContactModel, cs: ContactState,
+                 w: int, t: wp.float64, h: wp.float64, tol: wp.float64) -> int:
+    """Advance world w from t by h; a step that does not converge is retried as two halves,
+    recursively, down to h / 2^MAX_HALVINGS. Returns 0 (status 3, the row and its residual
+    recorded) when even that fails. Bounded: at most 2^MAX_HALVINGS + MAX_HALVINGS tries."""
+    total = int(1)
+    for k in range(MAX_HALVINGS):
+        total = total * 2
+    done = int(0)  # progress in units of h / total
+    level = int(0)
+    unit = total  # units per step at this level
+    hs = h
+    while done < total:
+        sc.els.tnow[w] = t + h * (wp.float64(done) / wp.float64(total))
+        if step_world(m, st, sc, dg, cm, cs, w, hs, tol, 0) != 0:
+            done = done + unit
+        else:
+            dg.n_reduced[w] = dg.n_reduced[w] + 1
+            if level >= MAX_HALVINGS:
+                worst = int(-1)
+                for i in range(m.n_rows):
+                    if worst < 0 or wp.abs(sc.res[w, i]) > wp.abs(sc.res[w, worst]):
+                        worst = i
+                dg.status[w] = 3
+                dg.fail_row[w] = worst
+                dg.fail_err[w] = sc.conv_err[w]
+                dg.fail_time[w] = sc.els.tnow[w]
+                return 0
+            level = level + 1
+            unit = unit // 2
+            hs = wp.float64(0.5) * hs
+    return 1
 
 
 @wp.func
@@ -725,8 +871,8 @@ def advance_frames(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm
     f0 = counter[0]
     for f in range(n_frames):
         for s in range(substeps):
-            sc.els.tnow[w] = t0 + wp.float64((f0 + f) * substeps + s) * h  # time functions (issue #5)
-            step_world(m, st, sc, dg, cm, cs, w, h, tol, 0)
+            if advance_step(m, st, sc, dg, cm, cs, w, t0 + wp.float64((f0 + f) * substeps + s) * h, h, tol) == 0:
+                return
             if check_world(m, st, dg, w, (f0 + f) * substeps + s + 1) != 0:
                 return
         for b in range(m.n_bodies):
