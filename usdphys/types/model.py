@@ -265,6 +265,8 @@ class Model:
         return pos, rot
 
     def frame_in_com(self, body: int, pos, rot):
+        """A frame given in body's prim frame (pos, rot xyzw) re-expressed in its COM frame, the
+        frame the solver works in; body < 0 (the world) returns the frame unchanged."""
         if body < 0:
             return np.asarray(pos, float), _unit(rot)
         cpos, crot = self.body_com_pos[body], self.body_com_rot[body]
