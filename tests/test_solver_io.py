@@ -26,22 +26,23 @@ def test_put_model_holds_bodies_rows_and_contact(fourbar):
     m = dm.data
     assert (m.n_bodies, m.n_rows) == (fourbar.body_count, dm.rows.count)
     assert dm.row_count == dm.rows.count > 0
-    assert m.cm.n_pairs == 0 and m.equal_only == 1
+    assert dm.contact.n_pairs == 0 and m.equal_only == 1
     assert m.row_b0.shape == (dm.rows.count,)
     np.testing.assert_array_equal(m.inv_mass.numpy()[: fourbar.body_count], dm.inv_mass[: fourbar.body_count])
 
 
 def test_state_of_many_worlds_repeats_a_one_world_model(fourbar):
     dm = io.put_model(fourbar, "cpu")
-    one = io.make_state(fourbar, dm, None, "cpu")
-    many = io.make_state(fourbar, dm, 3, "cpu")
-    rep = io.make_state(fourbar.replicate(3), dm, None, "cpu")
+    one = io.make_state(fourbar, dm, None, "cpu").data
+    many = io.make_state(fourbar, dm, 3, "cpu").data
+    rep = io.make_state(fourbar.replicate(3), dm, None, "cpu").data
     for name in ("pos", "rot", "vel", "omega"):
         a = getattr(many, name).numpy()
         assert a.shape[0] == 3
         np.testing.assert_array_equal(a, getattr(rep, name).numpy())
         np.testing.assert_array_equal(a[1], getattr(one, name).numpy()[0])
-    assert many.lwarm.shape == (3, dm.row_count) and not many.lwarm.numpy().any()
+    rows = io.make_state(fourbar, dm, 3, "cpu").rows
+    assert rows.lwarm.shape == (3, dm.row_count) and not rows.lwarm.numpy().any()
     with pytest.raises(ValueError):
         io.make_state(fourbar.replicate(2), dm, 3, "cpu")
 

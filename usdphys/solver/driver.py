@@ -57,12 +57,13 @@ class Solver:
         # model (read-only, shared by all worlds), state (carried between steps, updated in
         # place), scratch (the step's work buffers), diagnostics: see io.py
         self.dm = io.put_model(model, dev, contact=contact, axial_force_law=axial_force_law)
-        self.m = self.dm.data
+        self.m, self.cm = self.dm.data, self.dm.contact
         self.elements = self.dm.elements
         self.rows = self.dm.rows
         self.contact_info = self.dm.contact_info
         self.W, self.B, self.R = W, self.dm.body_count, self.dm.row_count
-        self.st = io.make_state(model, self.dm, W, dev)
+        state = io.make_state(model, self.dm, W, dev)
+        self.st, self.rs, self.es, self.cs = state.data, state.rows, state.elements, state.contact
         self.sc = io.make_scratch(self.dm, W, dev)
         self.dg = io.make_diagnostics(W, dev)
         self.counter = wp.zeros(1, dtype=wp.int32, device=dev)  # output frames written so far this run
@@ -89,10 +90,11 @@ class Solver:
             vel[:, :B] -= np.where(dyn[..., None], 0.5 * dt * np.asarray(self.model.gravity, float), 0.0)
             self.st.vel.assign(vel)
             self._started = True
-        wp.launch(K.assemble_worlds, dim=W, inputs=[self.m, self.st, self.sc, self.dg, out, tol], device=dev)
+        wp.launch(K.assemble_worlds, dim=W,
+                  inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, tol], device=dev)
         self._report_assembly()
         if not self._elements_started:  # leapfrog start of the element forces (issue #5)
-            wp.launch(K.start_elements, dim=W, inputs=[self.m, self.st, self.sc, h, wp.float64(self._time)],
+            wp.launch(K.start_elements, dim=W, inputs=[self.m, self.st, self.es, self.sc, h, wp.float64(self._time)],
                       device=dev)
             self._elements_started = True
         n_mot = self.dm.motor_count
@@ -104,7 +106,8 @@ class Solver:
         done = 0
         while done < frames:
             n = min(chunk, frames - done)
-            args = [self.m, self.st, self.sc, self.dg, out, self.counter, n, substeps, h, tol, wp.float64(self._time)]
+            args = [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, self.counter, n,
+                    substeps, h, tol, wp.float64(self._time)]
             if dev.is_cuda and n == chunk and frames // chunk >= 2:
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
@@ -147,16 +150,16 @@ class Solver:
 
     def contact_stats(self) -> dict:
         """Per-world contact diagnostics: dropped contacts, most PGS sweeps, unconverged steps."""
-        return contact_stats(self.st.contact)
+        return contact_stats(self.cs)
 
     def _report_contact(self) -> None:
-        if self.m.cm.n_pairs == 0:
+        if self.cm.n_pairs == 0:
             return
-        dropped = self.st.contact.dropped.numpy()
+        dropped = self.cs.dropped.numpy()
         if dropped.any():
             warn(f"contact buffer full ({self.contact_info['capacity']} contacts per world): {int(dropped.sum())} "
                  "contacts were dropped; pass a larger ContactOptions(capacity=...) to the Solver")
-            self.st.contact.dropped.zero_()
+            self.cs.dropped.zero_()
 
     def _report_assembly(self) -> None:
         err = self.dg.init_error.numpy()

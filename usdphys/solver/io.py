@@ -1,13 +1,15 @@
 """Host -> device: the solver's model, state and scratch (docs/solver.md, "Host / device layout").
 
-Kernels take their data in groups (Warp structs, step.py):
+Kernels take their data in groups of Warp structs (step.py), kept side by side rather than
+nested because Warp passes structs to functions by value:
 
-- ``ModelData`` (``put_model``): read-only, shared by all worlds. Bodies, the full constraint
-  row table (joint rows, then element rows), element columns, packed force laws, time
-  functions, loads and the contact model. Built once per Solver.
-- ``StateData`` (``make_state``): what one step hands to the next, per world; the step kernels
-  update it in place. Poses and half-step velocities, the equal rows' impulse history (warm
-  start), the element state, the contact manifold of the previous step.
+- model (``put_model``): ``ModelData`` + ``ContactModel``, read-only, shared by all worlds.
+  Bodies, the full constraint row table (joint rows, then element rows), element columns,
+  packed force laws, time functions, loads; shapes, candidate pairs, materials. Built once.
+- state (``make_state``): ``StateData`` + ``RowState`` + ``ElementState`` + ``ContactState``,
+  what one step hands to the next, per world; the step kernels update it in place. Poses and
+  half-step velocities, the equal rows' impulse history (warm start), the element state, the
+  previous step's contacts.
 - ``Scratch`` (``make_scratch``): the step's work buffers (Jacobians, A, its LDL factor,
   impulses, residuals); only the factor is reused across steps, as a cache (step.py).
 - ``Diagnostics`` (``make_diagnostics``) and ``FrameOutput`` (``make_output``): written by the
@@ -24,16 +26,27 @@ import warp as wp
 
 from usdphys.solver import forces
 from usdphys.solver import step as K
-from usdphys.solver.contact import ContactOptions, make_contact_state, put_contact_model
+from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
 from usdphys.solver.ldl import row_envelope
 from usdphys.types.model import MODE_EQUAL, Model, RowTable
+
+
+@dataclass
+class DeviceState:
+    """make_state's result: the per-world state structs the step kernels update in place."""
+
+    data: K.StateData  # poses, velocities
+    rows: K.RowState  # equal-row impulse history (warm start)
+    elements: forces.ElementState  # law-row forces, unwrapped angles, rates, motor references, stick flags, time
+    contact: ContactState  # the previous step's contacts and impulses, contact counters
 
 
 @dataclass
 class DeviceModel:
     """put_model's result: the kernels' ModelData plus the host-side facts the driver needs."""
 
-    data: K.ModelData  # the kernel parameter
+    data: K.ModelData  # kernel parameter
+    contact: ContactModel  # kernel parameter; n_pairs = 0: nothing collides
     rows: RowTable  # the solver's full row table (joint rows, bushings applied, element rows)
     elements: forces.ElementRows  # row names (messages), motor rows and paths, laws, functions
     contact_info: dict  # candidate pairs, contacts per world (capacity), method, shape table
@@ -111,17 +124,17 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.el = forces.element_data(elements, dev)
     m.has_elements = int(forces.has_elements(elements))
     # contact (issue #7): shapes, candidate pairs, materials
-    m.cm, contact_info = put_contact_model(model, dev, contact)
+    cm, contact_info = put_contact_model(model, dev, contact)
     # modified Newton across steps (step.py, REFACTOR_EVERY) and extrapolated impulses: only when A cannot change by
     # more than the motion does, i.e. all rows are equal rows (no drives, limits, elements'
     # law / friction rows, whose diagonals or active sets change) and nothing collides
-    m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and m.cm.n_pairs == 0)
-    return DeviceModel(data=m, rows=rows, elements=elements, contact_info=contact_info,
+    m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and cm.n_pairs == 0)
+    return DeviceModel(data=m, contact=cm, rows=rows, elements=elements, contact_info=contact_info,
                        inv_mass=_pad(inv_mass, Bn, 0), body_count=B, row_count=R,
                        axial_force_law=axial_force_law)
 
 
-def make_state(model: Model, device_model: DeviceModel, worlds: int | None = None, device=None) -> K.StateData:
+def make_state(model: Model, device_model: DeviceModel, worlds: int | None = None, device=None) -> DeviceState:
     """The state at t = 0: the Model's initial COM-frame poses and velocities (one world of a
     single-world Model is repeated), empty impulse history, element and contact state zeroed.
     The velocities are v(0); the driver turns them into the leapfrog v(-h/2) once h is known."""
@@ -139,11 +152,12 @@ def make_state(model: Model, device_model: DeviceModel, worlds: int | None = Non
     st.rot = _arr(rot, wp.quatd, dev, (W, B, 4)) if B else wp.zeros((W, 1), dtype=wp.quatd, device=dev)
     st.vel = _arr(vel, wp.vec3d, dev, (W, B, 3)) if B else wp.zeros((W, 1), dtype=wp.vec3d, device=dev)
     st.omega = _arr(omega, wp.vec3d, dev, (W, B, 3)) if B else wp.zeros((W, 1), dtype=wp.vec3d, device=dev)
+    rs = K.RowState()
     for name in ("lwarm", "lwarm2", "lwarm3"):
-        setattr(st, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
-    st.els = forces.element_state(W, R, dev)
-    st.contact = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev)
-    return st
+        setattr(rs, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
+    es = forces.element_state(W, R, dev)
+    cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev)
+    return DeviceState(data=st, rows=rs, elements=es, contact=cs)
 
 
 def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scratch:
@@ -198,4 +212,4 @@ def make_output(device_model: DeviceModel, worlds: int, frames: int, device=None
     return out
 
 
-__all__ = ["DeviceModel", "make_diagnostics", "make_output", "make_scratch", "make_state", "put_model"]
+__all__ = ["DeviceModel", "DeviceState", "make_diagnostics", "make_output", "make_scratch", "make_state", "put_model"]

@@ -66,12 +66,15 @@ MAX_POS = wp.constant(wp.float64(1.0e9))  # m
 
 
 # Kernel parameters come in groups (usdphys/solver/io.py builds them; docs/solver.md, "Host /
-# device layout"): ModelData is read-only and shared by all worlds; StateData is everything a
-# step reads from the previous one, updated in place (state in = state out); Scratch holds the
-# step's work buffers; Diagnostics and FrameOutput are written for the host.
+# device layout"): the model (ModelData, ContactModel) is read-only and shared by all worlds;
+# the state (StateData, RowState, ElementState, ContactState) is everything a step reads from the
+# previous one, updated in place (state in = state out); Scratch holds the step's work
+# buffers; Diagnostics and FrameOutput are written for the host. The groups are separate
+# structs, not nested ones: Warp passes structs to functions by value, and each function
+# should copy only what it uses (row_at, residuals, move_bodies run many times per step).
 @wp.struct
 class ModelData:
-    """Read-only, shared by all worlds: bodies, constraint rows, elements, contact model."""
+    """Read-only, shared by all worlds: bodies, constraint rows, elements (contact: ContactModel)."""
     n_bodies: int
     n_rows: int
     gravity: wp.vec3d
@@ -97,28 +100,26 @@ class ModelData:
     has_elements: int  # 0: no motors, law / friction rows or loads (begin / end_elements skipped)
     equal_only: int  # 1: every row is an equal row and nothing collides (A reused, impulses extrapolated)
     el: ElementData  # force elements, motors, friction, loads (issue #5; forces.py)
-    cm: ContactModel  # shapes, candidate pairs, materials (contact.py); n_pairs = 0: no contact
 
 
 @wp.struct
 class StateData:
-    """What one step hands to the next, per world; the step updates it in place."""
-    # COM-frame poses and velocities [world, body]; vel is the half-step (leapfrog) velocity
+    """Body state per world [world, body], carried from step to step (updated in place):
+    COM-frame poses and velocities; vel is the half-step (leapfrog) velocity. The rest of the
+    state is in RowState, ElementState (forces.py) and ContactState (contact.py)."""
     pos: wp.array2d(dtype=wp.vec3d)
     rot: wp.array2d(dtype=wp.quatd)
     vel: wp.array2d(dtype=wp.vec3d)
     omega: wp.array2d(dtype=wp.vec3d)
-    # equal rows: the impulses of the last three steps (Newton warm start by extrapolation) [world, row]
+
+
+@wp.struct
+class RowState:
+    """Row state per world [world, row], carried from step to step: the equal rows' impulses of
+    the last three steps (Newton warm start by extrapolation)."""
     lwarm: wp.array2d(dtype=wp.float64)
     lwarm2: wp.array2d(dtype=wp.float64)
     lwarm3: wp.array2d(dtype=wp.float64)
-    # element rows: law-row forces, unwrapped angles, rates, motor references, stick flags, the
-    # time and the last step (forces.py; a few of its arrays are per-step values kept with them)
-    els: ElementState
-    # contact: the previous step's manifold and impulses (warm start, static / dynamic friction
-    # choice) and the contact diagnostics; its per-contact work arrays travel in the same
-    # struct because contact.py's functions take it whole
-    contact: ContactState
 
 
 @wp.struct
@@ -258,7 +259,7 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
 
 
 @wp.func
-def residuals(m: ModelData, st: StateData, sc: Scratch, w: int, only_hard: int) -> wp.float64:
+def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: int) -> wp.float64:
     """Residual of every active row at the moved poses (into sc.res); returns max |res|."""
     worst = wp.float64(0.0)
     for i in range(m.n_rows):
@@ -277,14 +278,14 @@ def residuals(m: ModelData, st: StateData, sc: Scratch, w: int, only_hard: int) 
         r = wp.float64(0.0)
         err = wp.float64(-1.0)
         if mode == MODE_LAW:
-            r, err = law_residual(m, st, sc, w, i, g)
+            r, err = law_residual(m, es, sc, w, i, g)
         elif mode == MODE_SOFT or mode == MODE_FRICTION:
             dg = g - sc.g0[w, i]
             if kind == ROW_TWIST:
                 dg = wrap_angle(dg)
             r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         else:
-            dg = g - st.els.rval[w, i]
+            dg = g - es.rval[w, i]
             if kind == ROW_TWIST:
                 dg = wrap_angle(dg)
             r = row_sign(mode) * dg
@@ -296,12 +297,12 @@ def residuals(m: ModelData, st: StateData, sc: Scratch, w: int, only_hard: int) 
 
 
 @wp.func
-def inequality_residual(m: ModelData, st: StateData, sc: Scratch, w: int, i: int) -> wp.float64:
+def inequality_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int) -> wp.float64:
     b0 = m.row_b0[i]
     b1 = m.row_b1[i]
     kind = m.row_kind[i]
     g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
-    dg = g - st.els.rval[w, i]
+    dg = g - es.rval[w, i]
     if kind == ROW_TWIST:
         dg = wrap_angle(dg)
     return row_sign(m.row_mode[i]) * dg
@@ -319,12 +320,11 @@ def element_delta(sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.f
 
 
 @wp.func
-def law_residual(m: ModelData, st: StateData, sc: Scratch, w: int, i: int, g: wp.float64):
+def law_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int, g: wp.float64):
     """(r, error) of law row i at the moved poses: r = s (lam - J), J the impulse its law
     delivers over the step (trapezoidal), s its compliance scale; error = |lam - J| turned
     into the position error it causes (the Newton stopping test, like the other rows)."""
     el = m.el
-    es = st.els
     h = es.hnow[w]
     d = element_delta(sc, w, i, m.row_kind[i], g)
     F = wp.float64(0.0)
@@ -338,11 +338,10 @@ def law_residual(m: ModelData, st: StateData, sc: Scratch, w: int, i: int, g: wp
 
 
 @wp.func
-def begin_elements(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64, assemble: int):
+def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.float64, assemble: int):
     """Per-step set-up of the element rows after the rows are evaluated at x_n: motor values,
     law-row compliances and warm starts, friction bounds, fixed impulses of force motors."""
     el = m.el
-    es = st.els
     t = es.tnow[w]
     es.hnow[w] = h
     es.min_newton[w] = 0
@@ -420,11 +419,10 @@ def begin_elements(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float
 
 
 @wp.func
-def end_elements(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64):
+def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.float64):
     """After the step: the law rows' force at the half step just taken, unwrapped angles,
     rates; friction rows remember whether they stuck."""
     el = m.el
-    es = st.els
     t = es.tnow[w]
     for i in range(m.n_rows):
         mode = m.row_mode[i]
@@ -476,7 +474,7 @@ def build_A(m: ModelData, sc: Scratch, w: int):
 
 
 @wp.func
-def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int, h: wp.float64,
+def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: Diagnostics, w: int, h: wp.float64,
                tol: wp.float64, assemble: int):
     """Steps 4-5 of step_world: SHAKE Newton on the row impulses inside the active-set loop,
     from the current sc.lam / sc.act (run twice per step when there is contact)."""
@@ -486,10 +484,10 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
     for i in range(nr):
         mode = m.row_mode[i]
         if mode == MODE_LOWER or mode == MODE_UPPER:
-            if inequality_residual(m, st, sc, w, i) < wp.float64(0.0):
+            if inequality_residual(m, es, sc, w, i) < wp.float64(0.0):
                 sc.act[w, i] = 1
     if assemble != 0:
-        e0 = residuals(m, st, sc, w, 1)
+        e0 = residuals(m, es, sc, w, 1)
         dg.init_error[w] = e0
         for i in range(nr):
             if wp.abs(sc.res[w, i]) == e0:
@@ -503,8 +501,8 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
         prev = wp.float64(0.0)
         sc.rfresh[w] = 0
         for it in range(MAX_NEWTON):
-            worst = residuals(m, st, sc, w, 0)
-            if worst <= tol and it >= st.els.min_newton[w]:  # law rows: >= 1 update (issue #5)
+            worst = residuals(m, es, sc, w, 0)
+            if worst <= tol and it >= es.min_newton[w]:  # law rows: >= 1 update (issue #5)
                 sc.rfresh[w] = 1
                 break
             if sc.fage[w] > 0 and it > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
@@ -526,7 +524,7 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             mode = m.row_mode[i]
             if mode == MODE_LOWER or mode == MODE_UPPER:
                 if sc.act[w, i] == 0:
-                    if inequality_residual(m, st, sc, w, i) < -tol:
+                    if inequality_residual(m, es, sc, w, i) < -tol:
                         sc.act[w, i] = 1
                         changed = 1
                 elif sc.lam[w, i] < wp.float64(0.0):
@@ -536,7 +534,7 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1:
                 bound = h * m.row_fmax[i]
                 if mode == MODE_FRICTION:
-                    bound = st.els.lmax[w, i]  # static or dynamic friction effort times h
+                    bound = es.lmax[w, i]  # static or dynamic friction effort times h
                 if wp.abs(sc.lam[w, i]) > bound:
                     sc.lam[w, i] = wp.sign(sc.lam[w, i]) * bound
                     sc.act[w, i] = 2  # clamped: impulse fixed, row leaves the system
@@ -548,10 +546,8 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
 
 
 @wp.func
-def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int, h: wp.float64, tol: wp.float64,
-               assemble: int):
-    cm = m.cm
-    cs = st.contact
+def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: Scratch, dg: Diagnostics,
+               cm: ContactModel, cs: ContactState, w: int, h: wp.float64, tol: wp.float64, assemble: int):
     nb = m.n_bodies
     nr = m.n_rows
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
@@ -573,7 +569,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             sc.vstar[w, b] = v
             sc.mom[w, b] = wp.quat_rotate(q, cmul(m.inertia[b], wp.quat_rotate_inv(q, st.omega[w, b])))
     if assemble == 0 and m.el.n_loads > 0:  # MbdForce / MbdTorque: impulse h F(t_n) (issue #5)
-        apply_loads(m.el, st.pos, st.rot, m.inv_mass, sc.vstar, sc.mom, w, st.els.tnow[w], h)
+        apply_loads(m.el, st.pos, st.rot, m.inv_mass, sc.vstar, sc.mom, w, es.tnow[w], h)
     # 2. rows at the step start
     for i in range(nr):
         b0 = m.row_b0[i]
@@ -607,7 +603,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
     else:
         sc.fage[w] = age + 1
     # drives: implicit spring-damper rows; hard rows active; limits start inactive
-    hp = st.els.hnow[w]  # the previous step's h (begin_elements below sets this step's)
+    hp = es.hnow[w]  # the previous step's h (begin_elements below sets this step's)
     wscale = wp.float64(1.0)  # exactly 1 for a constant step: a held pose stays held bit for bit
     warm = int(0)  # 1: some impulse starts from a non-zero guess
     if hp != h and hp > wp.float64(0.0):
@@ -623,17 +619,17 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             act = 1
             if assemble == 0:  # warm start from the impulses of the last steps
                 if hp != h:  # another step size: impulses scale with h
-                    st.lwarm[w, i] = wscale * st.lwarm[w, i]
-                    st.lwarm2[w, i] = wscale * st.lwarm2[w, i]
-                    st.lwarm3[w, i] = wscale * st.lwarm3[w, i]
+                    rs.lwarm[w, i] = wscale * rs.lwarm[w, i]
+                    rs.lwarm2[w, i] = wscale * rs.lwarm2[w, i]
+                    rs.lwarm3[w, i] = wscale * rs.lwarm3[w, i]
                 if m.equal_only != 0:
                     # quadratic extrapolation of the last three impulses: O(h^3) off, so one
                     # update usually reaches the tolerance; exact (3 (a - a) + a) for a constant
                     # impulse. Not with limits / drives / elements: an impact's impulse jump
                     # would be extrapolated into the next steps' guesses
-                    sc.lam[w, i] = wp.float64(3.0) * (st.lwarm[w, i] - st.lwarm2[w, i]) + st.lwarm3[w, i]
+                    sc.lam[w, i] = wp.float64(3.0) * (rs.lwarm[w, i] - rs.lwarm2[w, i]) + rs.lwarm3[w, i]
                 else:
-                    sc.lam[w, i] = st.lwarm[w, i]
+                    sc.lam[w, i] = rs.lwarm[w, i]
                 if sc.lam[w, i] != wp.float64(0.0):
                     warm = 1
         elif mode == MODE_SOFT and assemble == 0:
@@ -655,14 +651,14 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
                 sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[i]) / denom
         sc.act[w, i] = act
     if assemble != 0 or m.has_elements != 0:
-        begin_elements(m, st, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
+        begin_elements(m, es, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
     else:  # nothing to set up: the assembly already set every row's value (rval)
-        st.els.hnow[w] = h
+        es.hnow[w] = h
     if warm != 0:
         # warm-started: always take one Newton update (its linear solve lands far inside the
         # tolerance), so a pose held exactly from a cold start stays held exactly
-        st.els.min_newton[w] = 1
-    solve_rows(m, st, sc, dg, w, h, tol, assemble)
+        es.min_newton[w] = 1
+    solve_rows(m, st, es, sc, dg, w, h, tol, assemble)
     if assemble == 0 and cm.n_pairs > 0:
         # contact (issue #7, usdphys/solver/contact.py; docs/solver.md "Contact"): contacts
         # solved from the joint-only velocities, joints re-imposed after every PGS sweep, then
@@ -673,12 +669,12 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             contact_solve(cm, cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.row_first,
                           sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
             contact_kick(cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
-            solve_rows(m, st, sc, dg, w, h, tol, 0)
+            solve_rows(m, st, es, sc, dg, w, h, tol, 0)
     if assemble == 0:
         if m.has_elements != 0:
-            end_elements(m, st, sc, w, h)
+            end_elements(m, es, sc, w, h)
         else:
-            st.els.tnow[w] = st.els.tnow[w] + h
+            es.tnow[w] = es.tnow[w] + h
     # 6. commit; record the largest hard-constraint error left
     err = wp.float64(0.0)
     if sc.rfresh[w] != 0:  # the Newton test's residuals are of these poses: keep the hard rows'
@@ -688,7 +684,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
                 sc.res[w, i] = wp.float64(0.0)
             err = wp.max(err, wp.abs(sc.res[w, i]))
     else:
-        err = residuals(m, st, sc, w, 1)
+        err = residuals(m, es, sc, w, 1)
     if err > dg.max_error[w]:
         dg.max_error[w] = err
         worst_row = int(-1)
@@ -701,12 +697,12 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
         if assemble == 0 and m.row_mode[i] == MODE_EQUAL and sc.act[w, i] == 1:
             lw = sc.lam[w, i]
         if assemble != 0:  # a fresh start: no history
-            st.lwarm3[w, i] = lw
-            st.lwarm2[w, i] = lw
+            rs.lwarm3[w, i] = lw
+            rs.lwarm2[w, i] = lw
         else:
-            st.lwarm3[w, i] = st.lwarm2[w, i]
-            st.lwarm2[w, i] = st.lwarm[w, i]
-        st.lwarm[w, i] = lw
+            rs.lwarm3[w, i] = rs.lwarm2[w, i]
+            rs.lwarm2[w, i] = rs.lwarm[w, i]
+        rs.lwarm[w, i] = lw
     for b in range(nb):
         st.pos[w, b] = sc.pos1[w, b]
         st.rot[w, b] = sc.rot1[w, b]
@@ -741,19 +737,20 @@ def check_world(m: ModelData, st: StateData, dg: Diagnostics, w: int, step: int)
 
 
 @wp.kernel
-def advance_frames(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, out: FrameOutput,
+def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
+                   sc: Scratch, dg: Diagnostics, out: FrameOutput,
                    counter: wp.array(dtype=wp.int32), n_frames: int, substeps: int, h: wp.float64,
                    tol: wp.float64, t0: wp.float64):
     """Advance every world by n_frames output frames; write poses of frames f0+1 .. f0+n.
-    Reads m; updates st in place; sc is work space; writes dg and out."""
+    Reads m, cm; updates st, rs, es, cs in place; sc is work space; writes dg and out."""
     w = wp.tid()
     if dg.status[w] != 0:
         return
     f0 = counter[0]
     for f in range(n_frames):
         for s in range(substeps):
-            st.els.tnow[w] = t0 + wp.float64((f0 + f) * substeps + s) * h  # time functions (issue #5)
-            step_world(m, st, sc, dg, w, h, tol, 0)
+            es.tnow[w] = t0 + wp.float64((f0 + f) * substeps + s) * h  # time functions (issue #5)
+            step_world(m, st, rs, es, sc, dg, cm, cs, w, h, tol, 0)
             if check_world(m, st, dg, w, (f0 + f) * substeps + s + 1) != 0:
                 return
         for b in range(m.n_bodies):
@@ -769,25 +766,25 @@ def bump_counter(counter: wp.array(dtype=wp.int32), n: int):
 
 
 @wp.kernel
-def assemble_worlds(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, out: FrameOutput, tol: wp.float64):
+def assemble_worlds(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
+                    sc: Scratch, dg: Diagnostics, out: FrameOutput, tol: wp.float64):
     """Project the initial positions onto the hard constraints (velocities untouched); the
-    result is frame 0 of out. Reads m; updates st in place; writes dg and out."""
+    result is frame 0 of out. Reads m, cm; updates st, rs, es, cs in place; writes dg and out."""
     w = wp.tid()
-    step_world(m, st, sc, dg, w, wp.float64(1.0), tol, 1)
+    step_world(m, st, rs, es, sc, dg, cm, cs, w, wp.float64(1.0), tol, 1)
     for b in range(m.n_bodies):
         out.pos[0, w, b] = st.pos[w, b]
         out.rot[0, w, b] = st.rot[w, b]
 
 
 @wp.kernel
-def start_elements(m: ModelData, st: StateData, sc: Scratch, h: wp.float64, t0: wp.float64):
+def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h: wp.float64, t0: wp.float64):
     """Leapfrog start of the element forces (issue #5), after assembly: the velocities become
     v(-h/2) = v(0) - h/2 M^-1 F(0) for the force elements, force motors, sliding friction and
     loads (the host already did it for gravity), and every law row's state is initialised:
     f_{-1/2} = f(g(0), gdot(0)), unwrapped angle, rate; velocity-motor references; stick flags."""
     w = wp.tid()
     el = m.el
-    es = st.els
     es.tnow[w] = t0
     es.hnow[w] = h
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
