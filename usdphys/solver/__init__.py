@@ -2,6 +2,8 @@
 
 The solver sees only a usdphys.types.model.Model (flat numpy arrays); it never imports pxr.
 `Solver(model, device).run(frames, substeps, dt)` returns COM-frame poses per output frame.
+`usdphys.solver.io` builds what the kernels take: the model (put_model), the per-world state
+(make_state) and the step's scratch (make_scratch).
 See docs/solver.md for the method.
 """
 import warp as wp

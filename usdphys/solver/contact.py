@@ -17,7 +17,8 @@ docs/solver.md ("Contact") has the derivation; in short, per step and per world 
 4. ``contact_end``: after the commit, the position-only velocity is taken out again.
 
 All functions take plain arrays (not the step's structs) so this module does not import
-step.py. Host-side setup is `setup_contact` at the bottom.
+step.py. Host-side setup is at the bottom: `put_contact_model` (shared by all worlds) and
+`make_contact_state` (per-world buffers); usdphys/solver/io.py calls them.
 """
 from __future__ import annotations
 
@@ -778,12 +779,12 @@ def contact_pairs(model, table) -> np.ndarray:
     return pairs[keep]
 
 
-def setup_contact(model, worlds: int, rows: int, device, options: ContactOptions | None = None):
-    """(ContactModel, ContactState, info dict) for a Model; n_pairs = 0 when nothing collides."""
+def put_contact_model(model, device, options: ContactOptions | None = None):
+    """(ContactModel, info dict) for a Model, shared by all worlds; n_pairs = 0 when nothing
+    collides. info: candidate pairs, contacts per world (capacity), method, the shape table."""
     opts = options or ContactOptions()
     table = getattr(model, "shapes", None)
     B = max(model.body_count, 1)
-    W = int(worlds)
     pairs = np.zeros((0, 2), np.int32)
     if table is not None and len(table):
         pairs = contact_pairs(model, table)
@@ -844,8 +845,15 @@ def setup_contact(model, worlds: int, rows: int, device, options: ContactOptions
     cm.v_stick = f64(opts.v_stick)
     cm.max_sweeps = int(opts.max_sweeps)
     cm.tol = f64(opts.tol)
+    info = {"pairs": pairs, "capacity": capacity, "method": "smc" if cm.smc else "nsc", "table": table}
+    return cm, info
 
-    C = capacity
+
+def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device) -> ContactState:
+    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows."""
+    W = int(worlds)
+    B = max(int(bodies), 1)
+    C = int(capacity)
     R = max(int(rows), 1)
     cs = ContactState()
     cs.c = allocate_contacts(W, C, device)
@@ -866,8 +874,7 @@ def setup_contact(model, worlds: int, rows: int, device, options: ContactOptions
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
     cs.sweeps = wp.zeros(W, dtype=wp.int32, device=device)
     cs.unconverged = wp.zeros(W, dtype=wp.int32, device=device)
-    info = {"pairs": pairs, "capacity": C, "method": "smc" if cm.smc else "nsc", "table": table}
-    return cm, cs, info
+    return cs
 
 
 def contact_stats(cs: ContactState) -> dict:
@@ -881,4 +888,4 @@ def contact_stats(cs: ContactState) -> dict:
 
 
 __all__ = ["ContactModel", "ContactOptions", "ContactState", "contact_begin", "contact_end", "contact_kick",
-           "contact_solve", "contact_stats", "setup_contact"]
+           "contact_solve", "contact_stats", "make_contact_state", "put_contact_model"]

@@ -164,6 +164,10 @@ class ElementState:
     tnow: wp.array(dtype=wp.float64)  # time at the step start
     hnow: wp.array(dtype=wp.float64)  # the step
     min_newton: wp.array(dtype=wp.int32)  # Newton updates required before the stopping test
+    # twist rows: the unwrapped (multi-turn) joint coordinate qc and the wrapped angle qg it was
+    # last measured at; qc follows the motion continuously, so limits compare with the true angle
+    qc: wp.array2d(dtype=wp.float64)
+    qg: wp.array2d(dtype=wp.float64)
 
 
 # ----------------------------------------------------------------------------------------
@@ -380,8 +384,8 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
 
     def jframes(j):
         b0, b1 = int(model.joint_body0[j]), int(model.joint_body1[j])
-        p0, q0 = model._frame_in_com(b0, model.joint_pos0[j], model.joint_rot0[j])
-        p1, q1 = model._frame_in_com(b1, model.joint_pos1[j], model.joint_rot1[j])
+        p0, q0 = model.frame_in_com(b0, model.joint_pos0[j], model.joint_rot0[j])
+        p1, q1 = model.frame_in_com(b1, model.joint_pos1[j], model.joint_rot1[j])
         return b0, b1, p0, q0, p1, q1
 
     def dof_row(d):
@@ -428,8 +432,8 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         b0, b1 = int(sd.body0[e]), int(sd.body1[e])
         if b0 < 0 and b1 < 0:
             continue
-        p0, _ = model._frame_in_com(b0, sd.local_pos0[e], _IDENT)
-        p1, _ = model._frame_in_com(b1, sd.local_pos1[e], _IDENT)
+        p0, _ = model.frame_in_com(b0, sd.local_pos0[e], _IDENT)
+        p1, _ = model.frame_in_com(b1, sd.local_pos1[e], _IDENT)
         li = sd0 + e
         k, c, x0, P = (float(v) for v in laws.law_f[li])
         if _law_is_linear(laws, li):
@@ -449,8 +453,8 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         b0, b1 = int(ax.body0[e]), int(ax.body1[e])
         if not ax.active[e] or (b0 < 0 and b1 < 0):
             continue
-        p0, q0 = model._frame_in_com(b0, ax.local_pos0[e], _quat_x_to(np.asarray(ax.axis[e], float)))
-        p1, _ = model._frame_in_com(b1, ax.local_pos1[e], _IDENT)
+        p0, q0 = model.frame_in_com(b0, ax.local_pos0[e], _quat_x_to(np.asarray(ax.axis[e], float)))
+        p1, _ = model.frame_in_com(b1, ax.local_pos1[e], _IDENT)
         rl.add(ax.paths[e], ROW_LIN, 0, MODE_LAW, b0, b1, p0, q0, p1, _IDENT, ax.offset[e], ax.stiffness[e],
                ax.damping[e], ax.velocity_offset[e], law=LAW_AXIAL if user else LAW_LINEAR, preload=-ax.force[e])
 
@@ -459,8 +463,8 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         b0, b1 = int(rs.body0[e]), int(rs.body1[e])
         if b0 < 0 and b1 < 0:
             continue
-        p0, q0 = model._frame_in_com(b0, rs.local_pos0[e], rs.local_rot0[e])
-        p1, q1 = model._frame_in_com(b1, rs.local_pos1[e], rs.local_rot1[e])
+        p0, q0 = model.frame_in_com(b0, rs.local_pos0[e], rs.local_rot0[e])
+        p1, q1 = model.frame_in_com(b1, rs.local_pos1[e], rs.local_rot1[e])
         li = rs0 + e
         k, c, x0, P = (float(v) for v in laws.law_f[li])
         law = LAW_LINEAR if _law_is_linear(laws, li) else LAW_PACKED
@@ -540,7 +544,7 @@ def _loads(model: Model, lo) -> dict[str, np.ndarray]:
         b0, b1 = int(lo.body0[e]), int(lo.body1[e])
         if b1 < 0 and b0 < 0:
             continue  # acts on static bodies only: nothing moves
-        p1, _ = model._frame_in_com(b1, lo.local_pos1[e], _IDENT)
+        p1, _ = model.frame_in_com(b1, lo.local_pos1[e], _IDENT)
         res = int(lo.resolve_in[e])
         frame = {RESOLVE_BODY0: b0, RESOLVE_BODY1: b1}.get(res, -1)
         # world vector = R_com(frame) * conj(com_rot) * v  (the body PRIM axes), or world_rot * v
@@ -616,7 +620,7 @@ def element_data(er: ElementRows, device) -> ElementData:
 def element_state(worlds: int, rows: int, device) -> ElementState:
     s = ElementState()
     R = max(rows, 1)
-    for name in ("rval", "fprev", "gun", "gdot", "sfac", "cfac", "qref", "lmax"):
+    for name in ("rval", "fprev", "gun", "gdot", "sfac", "cfac", "qref", "lmax", "qc", "qg"):
         setattr(s, name, wp.zeros((worlds, R), dtype=wp.float64, device=device))
     s.stick = wp.zeros((worlds, R), dtype=wp.int32, device=device)
     s.tnow = wp.zeros(worlds, dtype=wp.float64, device=device)

@@ -73,8 +73,16 @@ MAX_HALVINGS = wp.constant(6)
 MAX_BACKTRACK = wp.constant(4)
 
 
+# Kernel parameters come in groups (usdphys/solver/io.py builds them; docs/solver.md, "Host /
+# device layout"): the model (ModelData, ContactModel) is read-only and shared by all worlds;
+# the state (StateData, RowState, ElementState, ContactState) is everything a step reads from the
+# previous one, updated in place (state in = state out); Scratch holds the step's work
+# buffers; Diagnostics and FrameOutput are written for the host. The groups are separate
+# structs, not nested ones: Warp passes structs to functions by value, and each function
+# should copy only what it uses (row_at, residuals, move_bodies run many times per step).
 @wp.struct
 class ModelData:
+    """Read-only, shared by all worlds: bodies, constraint rows, elements (contact: ContactModel)."""
     n_bodies: int
     n_rows: int
     gravity: wp.vec3d
@@ -108,7 +116,9 @@ class ModelData:
 
 @wp.struct
 class StateData:
-    """COM-frame state per world: [world, body]."""
+    """Body state per world [world, body], carried from step to step (updated in place):
+    COM-frame poses and velocities; vel is the half-step (leapfrog) velocity. The rest of the
+    state is in RowState, ElementState (forces.py) and ContactState (contact.py)."""
     pos: wp.array2d(dtype=wp.vec3d)
     rot: wp.array2d(dtype=wp.quatd)
     vel: wp.array2d(dtype=wp.vec3d)
@@ -116,7 +126,19 @@ class StateData:
 
 
 @wp.struct
+class RowState:
+    """Row state per world [world, row], carried from step to step: the equal rows' impulses of
+    the last three steps (Newton warm start by extrapolation)."""
+    lwarm: wp.array2d(dtype=wp.float64)
+    lwarm2: wp.array2d(dtype=wp.float64)
+    lwarm3: wp.array2d(dtype=wp.float64)
+
+
+@wp.struct
 class Scratch:
+    """Work buffers of one step: written before they are read within the step. The one
+    exception is the factorisation cache (Lf, D, fage): models with equal rows only reuse the
+    factor of an earlier step (modified Newton, REFACTOR_EVERY); fage = -1 marks it stale."""
     # bodies [world, body]
     vstar: wp.array2d(dtype=wp.vec3d)
     mom: wp.array2d(dtype=wp.vec3d)
@@ -140,29 +162,21 @@ class Scratch:
     sdiag: wp.array2d(dtype=wp.float64)
     sshift: wp.array2d(dtype=wp.float64)
     sinv: wp.array2d(dtype=wp.float64)
-    lam: wp.array2d(dtype=wp.float64)
+    lam: wp.array2d(dtype=wp.float64)  # row impulses of this step (motor efforts are read from it)
     dlam: wp.array2d(dtype=wp.float64)  # the last Newton update (halved when it overshoots)
-    # equal rows: the impulses of the last three steps (Newton warm start by extrapolation)
-    lwarm: wp.array2d(dtype=wp.float64)
-    lwarm2: wp.array2d(dtype=wp.float64)
-    lwarm3: wp.array2d(dtype=wp.float64)
     res: wp.array2d(dtype=wp.float64)
     act: wp.array2d(dtype=wp.int32)
-    # twist rows: the unwrapped (multi-turn) joint coordinate qc and the wrapped angle qg it was
-    # last measured at; qc follows the motion continuously, so limits compare with the true angle
-    qc: wp.array2d(dtype=wp.float64)
-    qg: wp.array2d(dtype=wp.float64)
     A: wp.array3d(dtype=wp.float64)
     Lf: wp.array3d(dtype=wp.float64)
     D: wp.array2d(dtype=wp.float64)
     fage: wp.array(dtype=wp.int32)  # steps since Lf, D were factorised (-1: none valid)
     rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
     conv_err: wp.array(dtype=wp.float64)  # the step's largest row residual after solve_rows
-    els: ElementState  # per-world element state (issue #5; forces.py)
 
 
 @wp.struct
 class Diagnostics:
+    """Written for the host: blow-up reports, constraint errors, Newton counters (per world)."""
     status: wp.array(dtype=wp.int32)  # 0 ok, 1 non-finite, 2 runaway speed / position
     fail_body: wp.array(dtype=wp.int32)
     fail_step: wp.array(dtype=wp.int32)
@@ -176,6 +190,14 @@ class Diagnostics:
     fail_row: wp.array(dtype=wp.int32)  # status 3: the row with the largest residual
     fail_err: wp.array(dtype=wp.float64)  # status 3: that residual (m or rad)
     fail_time: wp.array(dtype=wp.float64)  # status 3: the start time of the step that failed
+
+
+@wp.struct
+class FrameOutput:
+    """Written for the host: every world's poses and motor efforts at each output frame."""
+    pos: wp.array3d(dtype=wp.vec3d)  # [frame, world, body]
+    rot: wp.array3d(dtype=wp.quatd)
+    eff: wp.array3d(dtype=wp.float64)  # [frame, world, motor]
 
 
 @wp.func
@@ -223,10 +245,10 @@ def start_turn(g: wp.float64, lo: wp.float64, hi: wp.float64) -> wp.float64:
 
 
 @wp.func
-def row_coord(sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
+def row_coord(es: ElementState, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
     """The coordinate a limit compares with: g for lengths, the unwrapped angle for twists."""
     if kind == ROW_TWIST:
-        return sc.qc[w, i] + wrap_angle(g - sc.qg[w, i])
+        return es.qc[w, i] + wrap_angle(g - es.qg[w, i])
     return g
 
 
@@ -284,7 +306,7 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
 
 
 @wp.func
-def residuals(m: ModelData, sc: Scratch, w: int, only_hard: int) -> wp.float64:
+def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: int) -> wp.float64:
     """Residual of every active row at the moved poses (into sc.res); returns max |res|."""
     worst = wp.float64(0.0)
     for i in range(m.n_rows):
@@ -303,16 +325,16 @@ def residuals(m: ModelData, sc: Scratch, w: int, only_hard: int) -> wp.float64:
         r = wp.float64(0.0)
         err = wp.float64(-1.0)
         if mode == MODE_LAW:
-            r, err = law_residual(m, sc, w, i, g)
+            r, err = law_residual(m, es, sc, w, i, g)
         elif mode == MODE_SOFT or mode == MODE_FRICTION:
             dg = g - sc.g0[w, i]
             if kind == ROW_TWIST:
                 dg = wrap_angle(dg)
             r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         elif mode == MODE_LOWER or mode == MODE_UPPER:
-            r = row_sign(mode) * (row_coord(sc, w, i, kind, g) - sc.els.rval[w, i])
+            r = row_sign(mode) * (row_coord(es, w, i, kind, g) - es.rval[w, i])
         else:
-            dg = g - sc.els.rval[w, i]
+            dg = g - es.rval[w, i]
             if kind == ROW_TWIST:
                 dg = wrap_angle(dg)
             r = row_sign(mode) * dg
@@ -324,12 +346,12 @@ def residuals(m: ModelData, sc: Scratch, w: int, only_hard: int) -> wp.float64:
 
 
 @wp.func
-def inequality_residual(m: ModelData, sc: Scratch, w: int, i: int) -> wp.float64:
+def inequality_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int) -> wp.float64:
     b0 = m.row_b0[i]
     b1 = m.row_b1[i]
     kind = m.row_kind[i]
     g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
-    return row_sign(m.row_mode[i]) * (row_coord(sc, w, i, kind, g) - sc.els.rval[w, i])
+    return row_sign(m.row_mode[i]) * (row_coord(es, w, i, kind, g) - es.rval[w, i])
 
 
 # ---------------------------------------------------------------- force elements (issue #5)
@@ -344,12 +366,11 @@ def element_delta(sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.f
 
 
 @wp.func
-def law_residual(m: ModelData, sc: Scratch, w: int, i: int, g: wp.float64):
+def law_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int, g: wp.float64):
     """(r, error) of law row i at the moved poses: r = s (lam - J), J the impulse its law
     delivers over the step (trapezoidal), s its compliance scale; error = |lam - J| turned
     into the position error it causes (the Newton stopping test, like the other rows)."""
     el = m.el
-    es = sc.els
     h = es.hnow[w]
     d = element_delta(sc, w, i, m.row_kind[i], g)
     F = wp.float64(0.0)
@@ -363,11 +384,10 @@ def law_residual(m: ModelData, sc: Scratch, w: int, i: int, g: wp.float64):
 
 
 @wp.func
-def begin_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64, assemble: int):
+def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.float64, assemble: int):
     """Per-step set-up of the element rows after the rows are evaluated at x_n: motor values,
     law-row compliances and warm starts, friction bounds, fixed impulses of force motors."""
     el = m.el
-    es = sc.els
     t = es.tnow[w]
     es.hnow[w] = h
     es.min_newton[w] = 0
@@ -444,11 +464,10 @@ def begin_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64, assemble: i
 
 
 @wp.func
-def end_elements(m: ModelData, sc: Scratch, w: int, h: wp.float64):
+def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.float64):
     """After the step: the law rows' force at the half step just taken, unwrapped angles,
     rates; friction rows remember whether they stuck."""
     el = m.el
-    es = sc.els
     t = es.tnow[w]
     for i in range(m.n_rows):
         mode = m.row_mode[i]
@@ -502,7 +521,7 @@ def build_A(m: ModelData, sc: Scratch, w: int):
 
 
 @wp.func
-def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int, h: wp.float64,
+def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: Diagnostics, w: int, h: wp.float64,
                tol: wp.float64, assemble: int):
     """Steps 4-5 of step_world: SHAKE Newton on the row impulses inside the active-set loop,
     from the current sc.lam / sc.act (run twice per step when there is contact)."""
@@ -512,10 +531,10 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
     for i in range(nr):
         mode = m.row_mode[i]
         if mode == MODE_LOWER or mode == MODE_UPPER:
-            if inequality_residual(m, sc, w, i) < wp.float64(0.0):
+            if inequality_residual(m, es, sc, w, i) < wp.float64(0.0):
                 sc.act[w, i] = 1
     if assemble != 0:
-        e0 = residuals(m, sc, w, 1)
+        e0 = residuals(m, es, sc, w, 1)
         dg.init_error[w] = e0
         for i in range(nr):
             if wp.abs(sc.res[w, i]) == e0:
@@ -530,14 +549,14 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
         sc.rfresh[w] = 0
         nback = int(0)
         for it in range(MAX_NEWTON):
-            worst = residuals(m, sc, w, 0)
-            if worst <= tol and it >= sc.els.min_newton[w]:  # law rows: at least one update
+            worst = residuals(m, es, sc, w, 0)
+            if worst <= tol and it >= es.min_newton[w]:  # law rows: at least one update
                 sc.rfresh[w] = 1
                 sc.conv_err[w] = worst
                 break
             if it > 0 and worst >= prev and sc.fage[w] == 0 and nback < MAX_BACKTRACK:
-                # the last update made things worse (far from the solution, or an ill-conditioned
-                # factor): take half of it back and look again, instead of diverging
+                # the last update did not shrink the residual (far from the solution, or an
+                # ill-conditioned factor): take half of it back and look again
                 nback = nback + 1
                 for i in range(nr):
                     if sc.act[w, i] == 1:
@@ -568,7 +587,7 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             mode = m.row_mode[i]
             if mode == MODE_LOWER or mode == MODE_UPPER:
                 if sc.act[w, i] == 0:
-                    if inequality_residual(m, sc, w, i) < -tol:
+                    if inequality_residual(m, es, sc, w, i) < -tol:
                         sc.act[w, i] = 1
                         changed = 1
                 elif sc.lam[w, i] < wp.float64(0.0):
@@ -578,7 +597,7 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
             elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1:
                 bound = h * m.row_fmax[i]
                 if mode == MODE_FRICTION:
-                    bound = sc.els.lmax[w, i]  # static or dynamic friction effort times h
+                    bound = es.lmax[w, i]  # static or dynamic friction effort times h
                 if wp.abs(sc.lam[w, i]) > bound:
                     sc.lam[w, i] = wp.sign(sc.lam[w, i]) * bound
                     sc.act[w, i] = 2  # clamped: impulse fixed, row leaves the system
@@ -592,12 +611,12 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
     if sc.rfresh[w] != 0:
         err = sc.conv_err[w]  # the Newton test's own measure (law rows: position-equivalent)
     else:
-        err = residuals(m, sc, w, 0)
+        err = residuals(m, es, sc, w, 0)
         sc.rfresh[w] = 1
     for i in range(nr):
         mode = m.row_mode[i]
         if (mode == MODE_LOWER or mode == MODE_UPPER) and sc.act[w, i] == 0:
-            r = inequality_residual(m, sc, w, i)
+            r = inequality_residual(m, es, sc, w, i)
             if r < wp.float64(0.0):
                 err = wp.max(err, -r)
                 if -r > ACCEPT_FACTOR * tol:
@@ -606,8 +625,8 @@ def solve_rows(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int
 
 
 @wp.func
-def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: ContactModel, cs: ContactState,
-               w: int, h: wp.float64, tol: wp.float64, assemble: int) -> int:
+def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: Scratch, dg: Diagnostics,
+               cm: ContactModel, cs: ContactState, w: int, h: wp.float64, tol: wp.float64, assemble: int) -> int:
     """One step of h (or the assembly when assemble != 0). Returns 1 when committed, 0 when
     the rows did not converge: then nothing that persists was changed, and the caller retries
     with smaller steps (advance_step)."""
@@ -632,7 +651,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
             sc.vstar[w, b] = v
             sc.mom[w, b] = wp.quat_rotate(q, cmul(m.inertia[b], wp.quat_rotate_inv(q, st.omega[w, b])))
     if assemble == 0 and m.el.n_loads > 0:  # MbdForce / MbdTorque: impulse h F(t_n) (issue #5)
-        apply_loads(m.el, st.pos, st.rot, m.inv_mass, sc.vstar, sc.mom, w, sc.els.tnow[w], h)
+        apply_loads(m.el, st.pos, st.rot, m.inv_mass, sc.vstar, sc.mom, w, es.tnow[w], h)
     # 2. rows at the step start
     for i in range(nr):
         b0 = m.row_b0[i]
@@ -642,10 +661,10 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         sc.g0[w, i] = g
         if m.row_kind[i] == ROW_TWIST:
             if assemble != 0:
-                sc.qc[w, i] = start_turn(g, m.row_lo[i], m.row_hi[i])
+                es.qc[w, i] = start_turn(g, m.row_lo[i], m.row_hi[i])
             else:
-                sc.qc[w, i] = sc.qc[w, i] + wrap_angle(g - sc.qg[w, i])
-            sc.qg[w, i] = g
+                es.qc[w, i] = es.qc[w, i] + wrap_angle(g - es.qg[w, i])
+            es.qg[w, i] = g
         sc.jl0[w, i] = s * jl0
         sc.ja0[w, i] = s * ja0
         sc.jl1[w, i] = s * jl1
@@ -672,7 +691,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
     else:
         sc.fage[w] = age + 1
     # drives: implicit spring-damper rows; hard rows active; limits start inactive
-    hp = sc.els.hnow[w]  # the previous step's h (begin_elements below sets this step's)
+    hp = es.hnow[w]  # the previous step's h (begin_elements below sets this step's)
     wscale = wp.float64(1.0)  # exactly 1 for a constant step: a held pose stays held bit for bit
     warm = int(0)  # 1: some impulse starts from a non-zero guess
     if hp != h and hp > wp.float64(0.0):
@@ -688,17 +707,17 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
             act = 1
             if assemble == 0:  # warm start from the impulses of the last steps
                 if hp != h:  # another step size: impulses scale with h
-                    sc.lwarm[w, i] = wscale * sc.lwarm[w, i]
-                    sc.lwarm2[w, i] = wscale * sc.lwarm2[w, i]
-                    sc.lwarm3[w, i] = wscale * sc.lwarm3[w, i]
+                    rs.lwarm[w, i] = wscale * rs.lwarm[w, i]
+                    rs.lwarm2[w, i] = wscale * rs.lwarm2[w, i]
+                    rs.lwarm3[w, i] = wscale * rs.lwarm3[w, i]
                 if m.equal_only != 0:
                     # quadratic extrapolation of the last three impulses: O(h^3) off, so one
                     # update usually reaches the tolerance; exact (3 (a - a) + a) for a constant
                     # impulse. Not with limits / drives / elements: an impact's impulse jump
                     # would be extrapolated into the next steps' guesses
-                    sc.lam[w, i] = wp.float64(3.0) * (sc.lwarm[w, i] - sc.lwarm2[w, i]) + sc.lwarm3[w, i]
+                    sc.lam[w, i] = wp.float64(3.0) * (rs.lwarm[w, i] - rs.lwarm2[w, i]) + rs.lwarm3[w, i]
                 else:
-                    sc.lam[w, i] = sc.lwarm[w, i]
+                    sc.lam[w, i] = rs.lwarm[w, i]
                 if sc.lam[w, i] != wp.float64(0.0):
                     warm = 1
         elif mode == MODE_SOFT and assemble == 0:
@@ -720,9 +739,9 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
                 sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[i]) / denom
         sc.act[w, i] = act
     if assemble != 0 or m.has_elements != 0:
-        begin_elements(m, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
+        begin_elements(m, es, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
     else:  # nothing to set up: the assembly already set every row's value (rval)
-        sc.els.hnow[w] = h
+        es.hnow[w] = h
     for i in range(nr):
         # A limit the pose violates at the step start (only possible when the input starts
         # outside the range) acts at the current coordinate instead: the joint cannot go
@@ -731,18 +750,18 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         if mode == MODE_LOWER or mode == MODE_UPPER:
             q0 = sc.g0[w, i]
             if m.row_kind[i] == ROW_TWIST:
-                q0 = sc.qc[w, i]
+                q0 = es.qc[w, i]
             bound = m.row_value[i]
             if mode == MODE_LOWER:
                 bound = wp.min(bound, q0)
             else:
                 bound = wp.max(bound, q0)
-            sc.els.rval[w, i] = bound
+            es.rval[w, i] = bound
     if warm != 0:
         # warm-started: always take one Newton update (its linear solve lands far inside the
         # tolerance), so a pose held exactly from a cold start stays held exactly
-        sc.els.min_newton[w] = 1
-    solve_rows(m, st, sc, dg, w, h, tol, assemble)
+        es.min_newton[w] = 1
+    solve_rows(m, st, es, sc, dg, w, h, tol, assemble)
     if assemble == 0 and cm.n_pairs > 0:
         # contact (issue #7, usdphys/solver/contact.py; docs/solver.md "Contact"): contacts
         # solved from the joint-only velocities, joints re-imposed after every PGS sweep, then
@@ -753,15 +772,15 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
             contact_solve(cm, cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.row_first,
                           sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
             contact_kick(cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
-            solve_rows(m, st, sc, dg, w, h, tol, 0)
+            solve_rows(m, st, es, sc, dg, w, h, tol, 0)
     if assemble == 0 and sc.conv_err[w] > ACCEPT_FACTOR * tol:
         sc.fage[w] = -1  # the next try factorises afresh
         return 0
     if assemble == 0:
         if m.has_elements != 0:
-            end_elements(m, sc, w, h)
+            end_elements(m, es, sc, w, h)
         else:
-            sc.els.tnow[w] = sc.els.tnow[w] + h
+            es.tnow[w] = es.tnow[w] + h
     # 6. commit; record the largest hard-constraint error left
     err = wp.float64(0.0)
     if sc.rfresh[w] != 0:  # the Newton test's residuals are of these poses: keep the hard rows'
@@ -771,7 +790,7 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
                 sc.res[w, i] = wp.float64(0.0)
             err = wp.max(err, wp.abs(sc.res[w, i]))
     else:
-        err = residuals(m, sc, w, 1)
+        err = residuals(m, es, sc, w, 1)
     if err > dg.max_error[w]:
         dg.max_error[w] = err
         worst_row = int(-1)
@@ -784,12 +803,12 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
         if assemble == 0 and m.row_mode[i] == MODE_EQUAL and sc.act[w, i] == 1:
             lw = sc.lam[w, i]
         if assemble != 0:  # a fresh start: no history
-            sc.lwarm3[w, i] = lw
-            sc.lwarm2[w, i] = lw
+            rs.lwarm3[w, i] = lw
+            rs.lwarm2[w, i] = lw
         else:
-            sc.lwarm3[w, i] = sc.lwarm2[w, i]
-            sc.lwarm2[w, i] = sc.lwarm[w, i]
-        sc.lwarm[w, i] = lw
+            rs.lwarm3[w, i] = rs.lwarm2[w, i]
+            rs.lwarm2[w, i] = rs.lwarm[w, i]
+        rs.lwarm[w, i] = lw
     for b in range(nb):
         st.pos[w, b] = sc.pos1[w, b]
         st.rot[w, b] = sc.rot1[w, b]
@@ -804,8 +823,8 @@ def step_world(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: Co
 
 
 @wp.func
-def advance_step(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: ContactModel, cs: ContactState,
-                 w: int, t: wp.float64, h: wp.float64, tol: wp.float64) -> int:
+def advance_step(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: Scratch, dg: Diagnostics,
+                 cm: ContactModel, cs: ContactState, w: int, t: wp.float64, h: wp.float64, tol: wp.float64) -> int:
     """Advance world w from t by h; a step that does not converge is retried as two halves,
     recursively, down to h / 2^MAX_HALVINGS. Returns 0 (status 3, the row and its residual
     recorded) when even that fails. Bounded: at most 2^MAX_HALVINGS + MAX_HALVINGS tries."""
@@ -817,8 +836,8 @@ def advance_step(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: 
     unit = total  # units per step at this level
     hs = h
     while done < total:
-        sc.els.tnow[w] = t + h * (wp.float64(done) / wp.float64(total))
-        if step_world(m, st, sc, dg, cm, cs, w, hs, tol, 0) != 0:
+        es.tnow[w] = t + h * (wp.float64(done) / wp.float64(total))
+        if step_world(m, st, rs, es, sc, dg, cm, cs, w, hs, tol, 0) != 0:
             done = done + unit
         else:
             dg.n_reduced[w] = dg.n_reduced[w] + 1
@@ -830,7 +849,7 @@ def advance_step(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: 
                 dg.status[w] = 3
                 dg.fail_row[w] = worst
                 dg.fail_err[w] = sc.conv_err[w]
-                dg.fail_time[w] = sc.els.tnow[w]
+                dg.fail_time[w] = es.tnow[w]
                 return 0
             level = level + 1
             unit = unit // 2
@@ -860,26 +879,28 @@ def check_world(m: ModelData, st: StateData, dg: Diagnostics, w: int, step: int)
 
 
 @wp.kernel
-def advance_frames(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: ContactModel, cs: ContactState,
-                   out_pos: wp.array3d(dtype=wp.vec3d), out_rot: wp.array3d(dtype=wp.quatd),
+def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
+                   sc: Scratch, dg: Diagnostics, out: FrameOutput,
                    counter: wp.array(dtype=wp.int32), n_frames: int, substeps: int, h: wp.float64,
-                   tol: wp.float64, t0: wp.float64, out_eff: wp.array3d(dtype=wp.float64)):
-    """Advance every world by n_frames output frames; write poses of frames f0+1 .. f0+n."""
+                   tol: wp.float64, t0: wp.float64):
+    """Advance every world by n_frames output frames; write poses of frames f0+1 .. f0+n.
+    Reads m, cm; updates st, rs, es, cs in place; sc is work space; writes dg and out."""
     w = wp.tid()
     if dg.status[w] != 0:
         return
     f0 = counter[0]
     for f in range(n_frames):
         for s in range(substeps):
-            if advance_step(m, st, sc, dg, cm, cs, w, t0 + wp.float64((f0 + f) * substeps + s) * h, h, tol) == 0:
+            if advance_step(m, st, rs, es, sc, dg, cm, cs, w, t0 + wp.float64((f0 + f) * substeps + s) * h, h,
+                            tol) == 0:
                 return
             if check_world(m, st, dg, w, (f0 + f) * substeps + s + 1) != 0:
                 return
         for b in range(m.n_bodies):
-            out_pos[f0 + f + 1, w, b] = st.pos[w, b]
-            out_rot[f0 + f + 1, w, b] = st.rot[w, b]
+            out.pos[f0 + f + 1, w, b] = st.pos[w, b]
+            out.rot[f0 + f + 1, w, b] = st.rot[w, b]
         for k in range(m.el.n_motors):  # motor efforts of the frame's last step (issue #5)
-            out_eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / h
+            out.eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / h
 
 
 @wp.kernel
@@ -888,26 +909,25 @@ def bump_counter(counter: wp.array(dtype=wp.int32), n: int):
 
 
 @wp.kernel
-def assemble_worlds(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, cm: ContactModel, cs: ContactState,
-                    tol: wp.float64,
-                    out_pos: wp.array3d(dtype=wp.vec3d), out_rot: wp.array3d(dtype=wp.quatd)):
-    """Project the initial positions onto the hard constraints (velocities untouched)."""
+def assemble_worlds(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
+                    sc: Scratch, dg: Diagnostics, out: FrameOutput, tol: wp.float64):
+    """Project the initial positions onto the hard constraints (velocities untouched); the
+    result is frame 0 of out. Reads m, cm; updates st, rs, es, cs in place; writes dg and out."""
     w = wp.tid()
-    step_world(m, st, sc, dg, cm, cs, w, wp.float64(1.0), tol, 1)
+    step_world(m, st, rs, es, sc, dg, cm, cs, w, wp.float64(1.0), tol, 1)
     for b in range(m.n_bodies):
-        out_pos[0, w, b] = st.pos[w, b]
-        out_rot[0, w, b] = st.rot[w, b]
+        out.pos[0, w, b] = st.pos[w, b]
+        out.rot[0, w, b] = st.rot[w, b]
 
 
 @wp.kernel
-def start_elements(m: ModelData, st: StateData, sc: Scratch, h: wp.float64, t0: wp.float64):
+def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h: wp.float64, t0: wp.float64):
     """Leapfrog start of the element forces (issue #5), after assembly: the velocities become
     v(-h/2) = v(0) - h/2 M^-1 F(0) for the force elements, force motors, sliding friction and
     loads (the host already did it for gravity), and every law row's state is initialised:
     f_{-1/2} = f(g(0), gdot(0)), unwrapped angle, rate; velocity-motor references; stick flags."""
     w = wp.tid()
     el = m.el
-    es = sc.els
     es.tnow[w] = t0
     es.hnow[w] = h
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))

@@ -264,7 +264,9 @@ class Model:
         pos = com_pos - quat_rotate(rot, self.body_com_pos)
         return pos, rot
 
-    def _frame_in_com(self, body: int, pos, rot):
+    def frame_in_com(self, body: int, pos, rot):
+        """A frame given in body's prim frame (pos, rot xyzw) re-expressed in its COM frame, the
+        frame the solver works in; body < 0 (the world) returns the frame unchanged."""
         if body < 0:
             return np.asarray(pos, float), _unit(rot)
         cpos, crot = self.body_com_pos[body], self.body_com_rot[body]
@@ -277,8 +279,8 @@ class Model:
         rows: list[tuple] = []
         for j in range(self.joint_count):
             b0, b1 = int(self.joint_body0[j]), int(self.joint_body1[j])
-            p0, q0 = self._frame_in_com(b0, self.joint_pos0[j], self.joint_rot0[j])
-            p1, q1 = self._frame_in_com(b1, self.joint_pos1[j], self.joint_rot1[j])
+            p0, q0 = self.frame_in_com(b0, self.joint_pos0[j], self.joint_rot0[j])
+            p1, q1 = self.frame_in_com(b1, self.joint_pos1[j], self.joint_rot1[j])
 
             def add(kind, axis, mode, value=0.0, k=0.0, c=0.0, tv=0.0, fmax=np.inf, accel=0):
                 rows.append((j, kind, axis, mode, value, b0, b1, p0, q0, p1, q1, k, c, tv, fmax, accel))

@@ -1,0 +1,56 @@
+"""usdphys.solver.io: the model is built once and shared by all worlds, the state carries a world
+axis, the scratch starts with no reusable factorisation."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from usdphys.solver import io
+from usdphys.solver.warpinit import init_warp
+from usdphys.usd.reader import read_stage
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets" / "usd"
+
+
+@pytest.fixture(scope="module")
+def fourbar():
+    init_warp()
+    model, _ = read_stage(str(ASSETS / "fourbar.usda"))
+    return model
+
+
+def test_put_model_holds_bodies_rows_and_contact(fourbar):
+    dm = io.put_model(fourbar, "cpu")
+    m = dm.data
+    assert (m.n_bodies, m.n_rows) == (fourbar.body_count, dm.rows.count)
+    assert dm.row_count == dm.rows.count > 0
+    assert dm.contact.n_pairs == 0 and m.equal_only == 1
+    assert m.row_b0.shape == (dm.rows.count,)
+    np.testing.assert_array_equal(m.inv_mass.numpy()[: fourbar.body_count], dm.inv_mass[: fourbar.body_count])
+
+
+def test_state_of_many_worlds_repeats_a_one_world_model(fourbar):
+    dm = io.put_model(fourbar, "cpu")
+    one = io.make_state(fourbar, dm, None, "cpu").data
+    many = io.make_state(fourbar, dm, 3, "cpu").data
+    rep = io.make_state(fourbar.replicate(3), dm, None, "cpu").data
+    for name in ("pos", "rot", "vel", "omega"):
+        a = getattr(many, name).numpy()
+        assert a.shape[0] == 3
+        np.testing.assert_array_equal(a, getattr(rep, name).numpy())
+        np.testing.assert_array_equal(a[1], getattr(one, name).numpy()[0])
+    rows = io.make_state(fourbar, dm, 3, "cpu").rows
+    assert rows.lwarm.shape == (3, dm.row_count) and not rows.lwarm.numpy().any()
+    with pytest.raises(ValueError):
+        io.make_state(fourbar.replicate(2), dm, 3, "cpu")
+
+
+def test_scratch_starts_without_a_factorisation(fourbar):
+    dm = io.put_model(fourbar, "cpu")
+    sc = io.make_scratch(dm, 2, "cpu")
+    assert sc.A.shape == (2, dm.row_count, dm.row_count)
+    np.testing.assert_array_equal(sc.fage.numpy(), [-1, -1])
+    out = io.make_output(dm, 2, 5, "cpu")
+    assert out.pos.shape == (6, 2, fourbar.body_count) and out.eff.shape == (6, 2, 1)
