@@ -76,6 +76,18 @@ def _pad(a, n, width):
     return a
 
 
+def lever_length(rows: RowTable) -> float:
+    """The model's typical lever arm (m): RMS distance of the rows' frames from their bodies'
+    centres of mass, clipped to [1 mm, 1 km]. It weighs rotations against translations in the
+    mass-free rank test, so the test does not depend on the unit of length."""
+    arms = [np.asarray(p, float)[np.asarray(b) >= 0] for p, b in ((rows.p0, rows.b0), (rows.p1, rows.b1))]
+    arms = np.concatenate([a.reshape(-1, 3) for a in arms])
+    if arms.size == 0:
+        return 1.0
+    rms = float(np.sqrt(np.mean(np.sum(arms * arms, axis=1))))
+    return float(np.clip(rms, 1e-3, 1e3)) if np.isfinite(rms) and rms > 0 else 1.0
+
+
 def twist_limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
     """Per row: the [lower, upper] range (rad) of the joint DOF a twist limit row bounds;
     (-inf, inf) for every other row. The kernel starts the unwrapped coordinate inside it."""
@@ -139,6 +151,7 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     lo, hi = twist_limit_ranges(model, rows)
     m.row_lo = _arr(_pad(lo, Rn, 0), wp.float64, dev)
     m.row_hi = _arr(_pad(hi, Rn, 0), wp.float64, dev)
+    m.geo_ang = wp.float64(1.0 / lever_length(rows) ** 2)
     m.el = forces.element_data(elements, dev)
     m.has_elements = int(forces.has_elements(elements))
     # contact (issue #7): shapes, candidate pairs, materials
@@ -195,6 +208,7 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
     for name in ("g0", "sdiag", "sshift", "sinv", "lam", "dlam", "res", "D"):
         setattr(sc, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
     sc.act = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
+    sc.keep = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
     sc.A = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
     sc.Lf = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
     sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)

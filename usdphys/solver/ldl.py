@@ -1,10 +1,16 @@
 """In-kernel dense LDL^T factorisation and solve on per-world scratch matrices.
 
-Rows with act != 1 are skipped (inactive or clamped); a pivot that falls below
-PIVOT_TOL times its diagonal marks a row linearly dependent on earlier rows (redundant
+Rows with act != 1 are skipped (inactive or clamped); a pivot that falls below a relative
+tolerance times its diagonal marks a row linearly dependent on earlier rows (redundant
 constraint, e.g. a planar loop closed with 3-D joints): it is dropped (D = 0) and its
 multiplier stays unchanged. For a consistent system (constraints that can all hold) that
 gives the same motion as the pseudo-inverse.
+
+Which rows are dependent is a property of the constraint directions G alone, so the solver
+decides it on a mass-free matrix (RANK_TOL, step.py: factor_rows) and then factorises
+A = G M^-1 G^T over the independent rows with only a round-off guard (FACTOR_TOL). Deciding
+it on A itself mixes in M^-1: a thin rod (axial inertia 1e-6 of the transverse) spreads A's
+diagonal over six orders, and round-off then passes for independence or the other way round.
 
 Envelope (skyline) storage: row i of A is zero left of column first[i] (the first row that
 shares a body with it; `row_envelope`), and LDL^T makes no fill-in left of the envelope, so
@@ -19,10 +25,13 @@ import warp as wp
 
 wp.set_module_options({"enable_backward": False})
 
-# Relative pivot below which a row counts as dependent. Exactly redundant rows give
-# pivots ~1e-16 relative (round-off); genuinely independent rows of a well-posed
-# mechanism are many orders above 1e-10. See docs/solver.md.
-PIVOT_TOL = wp.constant(wp.float64(1.0e-10))
+# Relative pivot of the mass-free matrix below which a row counts as dependent. Exactly
+# redundant rows give pivots ~1e-16 relative (round-off); independent rows of a mechanism
+# away from a singular configuration are many orders above. See docs/solver.md.
+RANK_TOL = wp.constant(wp.float64(1.0e-9))
+# Round-off guard of the second factorisation (independent rows only): pivots of rows that are
+# independent in G stay positive whatever the mass ratios; this only catches breakdown.
+FACTOR_TOL = wp.constant(wp.float64(1.0e-13))
 # Relative diagonal regularisation (compliance): keeps nearly dependent rows bounded;
 # the Newton iteration on the true residual removes its effect on the converged answer.
 REG = wp.constant(wp.float64(1.0e-12))
@@ -44,7 +53,11 @@ def row_envelope(b0, b1) -> np.ndarray:
 @wp.func
 def ldl_factor(A: wp.array3d(dtype=wp.float64), Lf: wp.array3d(dtype=wp.float64),
                D: wp.array2d(dtype=wp.float64), act: wp.array2d(dtype=wp.int32),
-               sdiag: wp.array2d(dtype=wp.float64), first: wp.array(dtype=wp.int32), w: int, n: int):
+               sdiag: wp.array2d(dtype=wp.float64), first: wp.array(dtype=wp.int32), w: int, n: int,
+               pivot_tol: wp.float64):
+    """LDL^T of A (+ sdiag on the diagonal) over the rows with act == 1; a pivot below
+    pivot_tol times its diagonal marks a dependent row (D = 0). A may be Lf itself (in place:
+    each entry is read just before its factor entry is written)."""
     for j in range(n):
         D[w, j] = wp.float64(0.0)
         d = wp.float64(0.0)
@@ -56,7 +69,7 @@ def ldl_factor(A: wp.array3d(dtype=wp.float64), Lf: wp.array3d(dtype=wp.float64)
             for k in range(fj, j):
                 l = Lf[w, j, k]
                 d = d - l * l * D[w, k]
-            if ajj > wp.float64(0.0) and d > PIVOT_TOL * ajj:
+            if ajj > wp.float64(0.0) and d > pivot_tol * ajj:
                 keep = 1
         if keep == 0:  # skipped or dependent: a zero column
             for i in range(j + 1, n):

@@ -30,7 +30,7 @@ from usdphys.solver.forces import (
     time_fn,
     time_fn_integral,
 )
-from usdphys.solver.ldl import ldl_factor, ldl_solve
+from usdphys.solver.ldl import FACTOR_TOL, RANK_TOL, ldl_factor, ldl_solve
 from usdphys.solver.mathx import (
     MODE_EQUAL,
     MODE_FRICTION,
@@ -109,6 +109,7 @@ class ModelData:
     # the unwrapped joint coordinate at the start (inside the range when the pose allows)
     row_lo: wp.array(dtype=wp.float64)
     row_hi: wp.array(dtype=wp.float64)
+    geo_ang: wp.float64  # 1 / L^2: weight of angular DOFs in the mass-free rank test (factor_rows)
     has_elements: int  # 0: no motors, law / friction rows or loads (begin / end_elements skipped)
     equal_only: int  # 1: every row is an equal row and nothing collides (A reused, impulses extrapolated)
     el: ElementData  # force elements, motors, friction, loads (issue #5; forces.py)
@@ -166,6 +167,7 @@ class Scratch:
     dlam: wp.array2d(dtype=wp.float64)  # the last Newton update (halved when it overshoots)
     res: wp.array2d(dtype=wp.float64)
     act: wp.array2d(dtype=wp.int32)
+    keep: wp.array2d(dtype=wp.int32)  # rows in the factorisation: active and independent
     A: wp.array3d(dtype=wp.float64)
     Lf: wp.array3d(dtype=wp.float64)
     D: wp.array2d(dtype=wp.float64)
@@ -496,6 +498,49 @@ def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.floa
 
 
 @wp.func
+def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
+    """Factorise the active rows: first decide which hard rows are dependent on earlier ones
+    from the mass-free matrix G S G^T (S: unit mass, angular DOFs weighted 1/L^2 with L the
+    model's lever-arm length), factorised in place in Lf; then factorise A = G M^-1 G^T (plus
+    the drives' compliance) over the rows kept. Compliant rows (sdiag > 0) never depend."""
+    for i in range(nr):
+        k = int(0)
+        if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
+            k = 1
+        sc.keep[w, i] = k
+    first = m.row_first
+    for i in range(nr):
+        if sc.keep[w, i] == 0:
+            continue
+        bi0 = m.row_b0[i]
+        bi1 = m.row_b1[i]
+        for j in range(first[i], i + 1):
+            if sc.keep[w, j] == 0:
+                continue
+            bj0 = m.row_b0[j]
+            bj1 = m.row_b1[j]
+            a = wp.float64(0.0)
+            if bi0 >= 0 and m.inv_mass[bi0] > wp.float64(0.0):
+                if bi0 == bj0:
+                    a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
+                if bi0 == bj1:
+                    a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
+            if bi1 >= 0 and m.inv_mass[bi1] > wp.float64(0.0):
+                if bi1 == bj0:
+                    a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
+                if bi1 == bj1:
+                    a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
+            sc.Lf[w, i, j] = a
+    ldl_factor(sc.Lf, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, RANK_TOL)
+    for i in range(nr):
+        k = int(0)
+        if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.D[w, i] != wp.float64(0.0)):
+            k = 1
+        sc.keep[w, i] = k
+    ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, FACTOR_TOL)
+
+
+@wp.func
 def build_A(m: ModelData, sc: Scratch, w: int):
     """A = G M^-1 G^T at the step start (only body-sharing pairs are non-zero)."""
     nr = m.n_rows
@@ -542,7 +587,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
     # 5. Newton iteration inside an active-set loop
     for p in range(MAX_PASSES):
         if sc.fage[w] <= 0 or p > 0:  # fage > 0: the factor of an earlier step is reused
-            ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, m.row_first, w, nr)
+            factor_rows(m, sc, w, nr)
             sc.fage[w] = 0
             dg.n_factor[w] = dg.n_factor[w] + 1
         prev = wp.float64(0.0)
@@ -567,7 +612,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 continue
             if sc.fage[w] > 0 and it > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
                 build_A(m, sc, w)
-                ldl_factor(sc.A, sc.Lf, sc.D, sc.act, sc.sdiag, m.row_first, w, nr)
+                factor_rows(m, sc, w, nr)
                 sc.fage[w] = 0
                 dg.n_factor[w] = dg.n_factor[w] + 1
             prev = worst
