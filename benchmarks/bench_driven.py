@@ -1,4 +1,4 @@
-"""Driven mechanisms (issue #5): usdphys vs Newton XPBD, world-steps/s and tracking error.
+"""Driven mechanisms: usdphys vs Newton XPBD, world-steps/s and tracking error.
 
     python benchmarks/bench_driven.py [--device cpu] [--steps 2000] [--worlds 1 256] [--no-newton]
 

@@ -1,4 +1,4 @@
-"""Contact in the solver (issue #7) against analytic answers, CPU.
+"""Contact in the solver against analytic answers, CPU.
 
 Scenes are built in code (usdphys.types.shapes.table_from_specs, SI units, xyzw
 quaternions) or as small USD stages for the reader paths. Tolerances are justified where

@@ -1,5 +1,5 @@
 """Force elements, loads, bushings and composite joints in the solver, against analytic or
-independently integrated answers (CPU). Issue #5; method in docs/forces.md.
+independently integrated answers (CPU); method in docs/forces.md.
 
 Accuracy model (docs/forces.md): spring-damper rows use the trapezoidal rule on half-step
 forces inside the SHAKE / Stormer-Verlet step, so trajectories are second order: the phase

@@ -1,4 +1,4 @@
-"""NewtonJointAPI in the solver (issue #5): armature, viscous damping, Coulomb friction with
+"""NewtonJointAPI in the solver: armature, viscous damping, Coulomb friction with
 stiction, per DOF; the scalar newton-usd-schemas form. Analytic references; CPU.
 
 Values authored as USD float are binary-exact here (0.5, 0.25, 6, ...), so the comparison

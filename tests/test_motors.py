@@ -1,4 +1,4 @@
-"""MbdMotor in the solver (issue #5): position and velocity motors are rheonomic constraint
+"""MbdMotor in the solver: position and velocity motors are rheonomic constraint
 rows (exact, not stiff springs), force motors a generalised force; every time-function type
 with repeat; motor efforts. Analytic references; CPU."""
 from __future__ import annotations

@@ -39,7 +39,7 @@ class Result:
     input_path: str | None = None
     assembly_layer: object = field(default=None, repr=False)  # SNAP's transforms (session layer), if any
     # MbdMotor prims and their generalised force (N or N m on body1 along / about the DOF) in
-    # the last step of every frame: (F, W, M); frame 0 holds 0 (issue #5)
+    # the last step of every frame: (F, W, M); frame 0 holds 0
     motor_paths: list[str] = field(default_factory=list)
     motor_efforts: np.ndarray | None = None
     # (W,) steps that did not converge at dt and were retried as smaller steps (solver.md)

@@ -1,4 +1,4 @@
-"""Contact response in the solver (issue #7): hard (NSC) and compliant (SMC) contact.
+"""Contact response in the solver: hard (NSC) and compliant (SMC) contact.
 
 docs/solver.md ("Contact") has the derivation; in short, per step and per world (one thread):
 

@@ -39,7 +39,7 @@ class SolverRun:
     rot: np.ndarray
     max_constraint_error: np.ndarray  # (W,) largest hard-constraint residual after any step
     # (F+1, W, M) generalised force of every motor (N or N m, on body1 along / about its DOF)
-    # in the last step of each frame; frame 0 is 0 (issue #5)
+    # in the last step of each frame; frame 0 is 0
     motor_effort: np.ndarray | None = None
     # (W,) steps that did not converge at the full step and were retried as smaller steps
     reduced_steps: np.ndarray | None = None
@@ -96,7 +96,7 @@ class Solver:
         wp.launch(K.assemble_worlds, dim=W,
                   inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, tol], device=dev)
         self._report_assembly()
-        if not self._elements_started:  # leapfrog start of the element forces (issue #5)
+        if not self._elements_started:  # leapfrog start of the element forces
             wp.launch(K.start_elements, dim=W, inputs=[self.m, self.st, self.es, self.sc, h, wp.float64(self._time)],
                       device=dev)
             self._elements_started = True

@@ -1,4 +1,4 @@
-"""Force elements, loads, motors, bushings and joint friction in the solver (issue #5).
+"""Force elements, loads, motors, bushings and joint friction in the solver.
 
 Everything that is not an ideal joint becomes either a **row** of the solver's constraint-row
 table (docs/solver.md) or an explicit **load** in the predictor:

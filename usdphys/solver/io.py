@@ -112,7 +112,7 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     dev = wp.get_device(device)
     B = model.body_count
     rows = model.constraint_rows()
-    # force elements, motors, bushings, NewtonJointAPI (issue #5): extra rows + loads
+    # force elements, motors, bushings, NewtonJointAPI: extra rows + loads
     forces.set_axial_force_law(axial_force_law)  # None: the built-in law
     elements = forces.build_element_rows(model, rows)
     rows = elements.rows
@@ -154,7 +154,7 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.geo_ang = wp.float64(1.0 / lever_length(rows) ** 2)
     m.el = forces.element_data(elements, dev)
     m.has_elements = int(forces.has_elements(elements))
-    # contact (issue #7): shapes, candidate pairs, materials
+    # contact: shapes, candidate pairs, materials
     cm, contact_info = put_contact_model(model, dev, contact)
     # modified Newton across steps (step.py, REFACTOR_EVERY) and extrapolated impulses: only when A cannot change by
     # more than the motion does, i.e. all rows are equal rows (no drives, limits, elements'

@@ -112,7 +112,7 @@ class ModelData:
     geo_ang: wp.float64  # 1 / L^2: weight of angular DOFs in the mass-free rank test (factor_rows)
     has_elements: int  # 0: no motors, law / friction rows or loads (begin / end_elements skipped)
     equal_only: int  # 1: every row is an equal row and nothing collides (A reused, impulses extrapolated)
-    el: ElementData  # force elements, motors, friction, loads (issue #5; forces.py)
+    el: ElementData  # force elements, motors, friction, loads (forces.py)
 
 
 @wp.struct
@@ -356,7 +356,7 @@ def inequality_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: 
     return row_sign(m.row_mode[i]) * (row_coord(es, w, i, kind, g) - es.rval[w, i])
 
 
-# ---------------------------------------------------------------- force elements (issue #5)
+# ---------------------------------------------------------------- force elements
 # Law rows (MODE_LAW), friction rows (MODE_FRICTION), motor rows and loads; the data and the
 # laws are in usdphys/solver/forces.py, the method in docs/forces.md.
 @wp.func
@@ -695,7 +695,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                 v = v + h * m.gravity
             sc.vstar[w, b] = v
             sc.mom[w, b] = wp.quat_rotate(q, cmul(m.inertia[b], wp.quat_rotate_inv(q, st.omega[w, b])))
-    if assemble == 0 and m.el.n_loads > 0:  # MbdForce / MbdTorque: impulse h F(t_n) (issue #5)
+    if assemble == 0 and m.el.n_loads > 0:  # MbdForce / MbdTorque: impulse h F(t_n)
         apply_loads(m.el, st.pos, st.rot, m.inv_mass, sc.vstar, sc.mom, w, es.tnow[w], h)
     # 2. rows at the step start
     for i in range(nr):
@@ -784,7 +784,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                 sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[i]) / denom
         sc.act[w, i] = act
     if assemble != 0 or m.has_elements != 0:
-        begin_elements(m, es, sc, w, h, assemble)  # motors, force elements, friction (issue #5)
+        begin_elements(m, es, sc, w, h, assemble)  # motors, force elements, friction
     else:  # nothing to set up: the assembly already set every row's value (rval)
         es.hnow[w] = h
     for i in range(nr):
@@ -808,7 +808,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         es.min_newton[w] = 1
     solve_rows(m, st, es, sc, dg, w, h, tol, assemble)
     if assemble == 0 and cm.n_pairs > 0:
-        # contact (issue #7, usdphys/solver/contact.py; docs/solver.md "Contact"): contacts
+        # contact (usdphys/solver/contact.py; docs/solver.md "Contact"): contacts
         # solved from the joint-only velocities, joints re-imposed after every PGS sweep, then
         # the contact impulses kicked into the predictor and the joint pass run again exactly
         n_c = contact_begin(cm, cs, w, h, nb, m.gravity, m.inv_mass, st.pos, st.rot, st.vel, st.omega, sc.vel1,
@@ -944,7 +944,7 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
         for b in range(m.n_bodies):
             out.pos[f0 + f + 1, w, b] = st.pos[w, b]
             out.rot[f0 + f + 1, w, b] = st.rot[w, b]
-        for k in range(m.el.n_motors):  # motor efforts of the frame's last step (issue #5)
+        for k in range(m.el.n_motors):  # motor efforts of the frame's last step
             out.eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / h
 
 
@@ -967,7 +967,7 @@ def assemble_worlds(m: ModelData, cm: ContactModel, st: StateData, rs: RowState,
 
 @wp.kernel
 def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h: wp.float64, t0: wp.float64):
-    """Leapfrog start of the element forces (issue #5), after assembly: the velocities become
+    """Leapfrog start of the element forces, after assembly: the velocities become
     v(-h/2) = v(0) - h/2 M^-1 F(0) for the force elements, force motors, sliding friction and
     loads (the host already did it for gravity), and every law row's state is initialised:
     f_{-1/2} = f(g(0), gdot(0)), unwrapped angle, rate; velocity-motor references; stick flags."""

@@ -122,7 +122,7 @@ class Model:
     # (usdphys.solver.forces). Shared by all worlds.
     elements: object = None
 
-    # contact (issue #7; usdphys.solver.contact, docs/contact.md): collision shapes
+    # contact (usdphys.solver.contact, docs/contact.md): collision shapes
     # (usdphys.types.shapes.ShapeTable, poses in the body PRIM frames) or None; "nsc" (hard) or
     # "smc" (compliant); body pairs that never collide (None: every pair joined by a joint,
     # the UsdPhysics default physics:collisionEnabled = false). Shared by all worlds.
