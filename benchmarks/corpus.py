@@ -98,6 +98,7 @@ def mjcf_stages(cache, limit_each=None):
         for pat in pats:
             xmls += sorted(glob.glob(str(root / pat), recursive=True))
         xmls = [x for x in xmls if "common" not in x and not Path(x).name.startswith(("include", "shared", "robot", "asset", "materials"))]
+        xmls = [x for x in xmls if "<mujocoinclude" not in Path(x).read_text(errors="ignore")[:4000]]  # fragments
         if limit_each and len(xmls) > limit_each:
             step = len(xmls) / limit_each
             xmls = [xmls[int(i * step)] for i in range(limit_each)]
@@ -176,7 +177,7 @@ def main(argv=None):
              f"({time.strftime('%Y-%m-%d')}, CPU). Each stage: 1 s at its default dt, one subprocess per stage, "
              f"timeout {a.timeout:.0f} s.", "",
              f"Versions: usdphys {ver('usdphys')}, warp-lang {ver('warp-lang')}, usd-core {ver('usd-core')}; "
-             f"sources newton 1.8.0, dm-control {ver('dm-control', conv_py) if False else '(wheel in cache)'}, "
+             "wheels " + ", ".join(sorted(w.stem.split("-py")[0] for w in (cache / "dl").glob("*.whl"))) + ", "
              f"mujoco-usd-converter {ver('mujoco-usd-converter', conv_py)} with mujoco {ver('mujoco', conv_py)}.", ""]
     if a.limit and total > a.limit:
         lines += [f"Sampled: {len(rows)} of {total} stages (every {total / a.limit:.2f}-th).", ""]

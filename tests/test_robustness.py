@@ -17,7 +17,8 @@ e = |x(h) - x(h/2)| as the measure of its own discretisation error (Richardson: 
 is e/3). We require |x(h/2) - reference| <= 1e-6 m + 3 e and e <= 1e-4 m: the discrepancy must be
 explained by the solver's measured, converging discretisation error (plus 1e-6 m for the
 oracle and round-off); a solver that converges to a wrong motion, or does not converge, fails.
-The oracles are far tighter: MuJoCo RK4 at 1e-4 vs 5e-5 agrees to < 1e-8 m (asserted), scipy
+The oracles are far tighter: MuJoCo RK4 at 1e-4 vs 5e-5 agrees to < 1e-7 m (asserted; the 5e-5
+result, used as reference, is then within ~1e-8 m: fourth order), scipy
 DOP853 runs at rtol = atol = 1e-12.
 
 CI run: derandomize=True (fixed examples), few examples; `pytest -m slow` runs the same
@@ -179,9 +180,10 @@ def check_tree_accuracy(lks):
     note(text)
     ref = H.mujoco_positions(lks, 0.5, 1e-4)
     ref2 = H.mujoco_positions(lks, 0.5, 5e-5)
-    assert np.max(np.abs(ref - ref2)) < 1e-8, "oracle (MuJoCo RK4) not converged in dt"
+    # RK4 is fourth order: the error of ref2 is ~|ref - ref2| / 15, so 1e-7 here means < 1e-8 m
+    assert np.max(np.abs(ref - ref2)) < 1e-7, "oracle (MuJoCo RK4) not converged in dt"
     x, e = converged_pair(text, names)
-    assert_close(x, ref, e)
+    assert_close(x, ref2, e)
 
 
 @logged
@@ -259,7 +261,7 @@ def check_limit(lk, lim):
 
 
 # ----------------------------------------------------------------------------- CI properties
-@pytest.mark.xfail(strict=True, reason="solver not yet robust: a thin-rod tree (axial/transverse 1e-6) with a +-1e30 deg revolute limit hangs")
+@pytest.mark.xfail(strict=True, reason="solver not yet robust: a revolute (or D6 rot) limit of +-1e30 deg hangs, even on a single pendulum")
 @CI
 @given(links())
 def test_trees_run_or_fail_cleanly(lks):
