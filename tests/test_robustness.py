@@ -197,8 +197,28 @@ def check_loop_accuracy(mech):
     assert_close(x, ref, e)
 
 
-def joint_angle_history(res, lk):
-    """Revolute root link: q(t) = q0 + the unwrapped rotation of the body about the joint axis."""
+def start_coordinate(q0_deg, lim):
+    """The joint coordinate a pose at q0 starts with (docs/solver.md, "Joint limits on unwrapped
+    coordinates"): a pose fixes the angle only modulo 360 deg, so the solver starts from the
+    turn in (-180, 180] when that lies in the limit range, else the turn inside the range, else
+    the turn nearest to it. Written here independently of the kernel's start_turn."""
+    g = math.radians(q0_deg)
+    g = g - 2 * math.pi * math.ceil((g - math.pi) / (2 * math.pi))  # (-pi, pi]
+    if lim is None:
+        return g
+    lo, hi = (math.radians(v) for v in lim)
+    if lo <= g <= hi:
+        return g
+    turns = [g + 2 * math.pi * k for k in range(-4, 5)]
+    inside = [q for q in turns if lo <= q <= hi]
+    if inside:
+        return min(inside, key=abs)
+    return min(turns, key=lambda q: min(abs(q - lo), abs(q - hi)))
+
+
+def joint_angle_history(res, lk, lim=None):
+    """Revolute root link: q(t) = the start coordinate + the unwrapped rotation of the body about
+    the joint axis."""
     rot = res[3][:, 0, 0]  # xyzw
     aw = H.qrot(np.asarray(lk.jrot, float), np.eye(3)[lk.axis])
     q0 = np.array([rot[0, 3], *rot[0, :3]])
@@ -206,7 +226,7 @@ def joint_angle_history(res, lk):
     for r in rot:
         dq = H.qmul(np.array([r[3], *r[:3]]), H.qconj(q0))
         ang.append(2 * math.atan2(float(np.dot(dq[1:], aw)), dq[0]))
-    return math.radians(lk.q0) + np.unwrap(np.array(ang))
+    return start_coordinate(lk.q0, lim) + np.unwrap(np.array(ang))
 
 
 @st.composite
@@ -234,7 +254,7 @@ def check_limit(lk, lim):
     kw = dict(duration=1.0, dt=1e-3)
     r_free = H.run_usdphys(H.tree_usda([free]), fps=1000, **kw)
     assume(r_free[0] == "ok" and np.all(np.isfinite(r_free[2])))  # (a) covers the unlimited run
-    q_free = joint_angle_history(r_free, free)
+    q_free = joint_angle_history(r_free, free, lim)
     text = H.tree_usda([limited])
     note(text)
     res = H.run_usdphys(text, timeout=TIMEOUT, fps=1000, **kw)
@@ -259,16 +279,15 @@ def check_limit(lk, lim):
             dev = float(np.max(np.abs(res[2][:k] - r_free[2][:k])))
             assert dev <= 1e-9, (f"limit [{lim[0]}, {lim[1]}] deg acted before it was reached: {dev:.3g} m off the "
                                  f"unlimited motion within the first {k - 1} ms")
-        q = joint_angle_history(res, limited)
+        q = joint_angle_history(res, limited, lim)
         note(f"reached limit: q in [{math.degrees(q.min()):.2f}, {math.degrees(q.max()):.2f}] deg")
-        start_inside = lo <= math.radians(lk.q0) <= hi
+        start_inside = lo <= start_coordinate(lk.q0, lim) <= hi
         if start_inside:
             assert q.min() >= lo - 1e-6 and q.max() <= hi + 1e-6, (
                 f"limit [{lim[0]}, {lim[1]}] deg violated: q in [{math.degrees(q.min()):.3f}, {math.degrees(q.max()):.3f}]")
 
 
 # ----------------------------------------------------------------------------- CI properties
-@pytest.mark.xfail(strict=True, reason="solver not yet robust: a revolute (or D6 rot) limit of +-1e30 deg hangs, even on a single pendulum")
 @CI
 @given(links())
 def test_trees_run_or_fail_cleanly(lks):
@@ -295,7 +314,6 @@ def test_loops_match_planar_reference(mech):
     check_loop_accuracy(mech)
 
 
-@pytest.mark.xfail(strict=True, reason="solver not yet robust: revolute limits act before they are reached / wrap (a never-reached [-179, 181] deg limit changes the motion by 0.22 m)")
 @CI
 @given(limited_pendulums())
 def test_revolute_limits(case):
@@ -306,13 +324,10 @@ def test_revolute_limits(case):
 TOPPLE = tuple(H.qaxis([0, 1, 0], -1.0))  # a 0.5 m rod 57 deg above horizontal: falls over, q reaches 295 deg
 
 
-@pytest.mark.xfail(strict=True, reason="solver not yet robust: a +-1e30 deg revolute limit hangs (single pendulum)")
 def test_minimal_huge_limit_does_not_hang():
     check_robust(H.tree_usda([H.Link(-1, "revolute", axis=1, rot=TOPPLE, limits={4: (-1e30, 1e30)})]))
 
 
-@pytest.mark.xfail(strict=True, reason="solver not yet robust: a +-170 deg limit throws the joint to -170 at q = 20 deg "
-                                       "(0.42 m off the free motion at t = 0.2 s, before the limit is reached)")
 def test_minimal_170_limit_waits_until_reached():
     check_limit(H.Link(-1, "revolute", axis=1, rot=TOPPLE), (-170.0, 170.0))
 
