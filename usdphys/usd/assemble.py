@@ -33,7 +33,7 @@ import numpy as np
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
-from usdphys.math3d import quat_from_matrix, quat_normalized, quat_to_matrix
+from usdphys.math3d import polar_matrix, quat_from_matrix, quat_normalized, quat_to_matrix
 from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_xyzw, quat_to_gf
 from usdphys.usd.stage import copy_stage_metadata, new_layer_over, open_stage, tf_message
 from usdphys.usd.tokens import Tokens
@@ -149,12 +149,7 @@ def _gf_rotation(q) -> np.ndarray:
 
 def _rotation_part(m: np.ndarray) -> np.ndarray:
     """Nearest rotation to the 3x3 block (removes scale and shear)."""
-    u, _, vt = np.linalg.svd(m[:3, :3])
-    r = u @ vt
-    if np.linalg.det(r) < 0:
-        u[:, -1] *= -1
-        r = u @ vt
-    return r
+    return polar_matrix(m[:3, :3])
 
 
 def _rotation_angle_deg(r: np.ndarray) -> float:
