@@ -113,6 +113,21 @@ def polar_rotation(linear: np.ndarray) -> np.ndarray:
     return matrix_to_quat(polar_matrix(linear))
 
 
+def quat_between(a: np.ndarray, b: np.ndarray, half_turn_axis: np.ndarray) -> np.ndarray:
+    """Shortest rotation (x, y, z, w) taking unit vector a onto unit vector b. Opposite
+    vectors have no unique one: then half a turn about half_turn_axis (a unit vector
+    perpendicular to a, chosen by the caller so its output stays stable)."""
+    a = np.asarray(a, float)
+    b = np.asarray(b, float)
+    c = float(np.dot(a, b))
+    if c < -1.0 + 1e-12:
+        h = np.asarray(half_turn_axis, float)
+        return np.array([h[0], h[1], h[2], 0.0])
+    v = np.cross(a, b)
+    q = np.array([v[0], v[1], v[2], 1.0 + c])
+    return q / np.linalg.norm(q)
+
+
 def quat_normalized(q: np.ndarray) -> np.ndarray:
     """(..., 4) xyzw quaternions scaled to unit length; ValueError for a zero or non-finite one."""
     q = np.asarray(q, float)
