@@ -1,4 +1,4 @@
-"""Long robustness campaign: the `slow` hypothesis properties of tests/test_robustness.py with many
+"""Long robustness campaign: the `slow` hypothesis properties of tests/solver/test_robustness.py with many
 examples (random seeds, shrinking on), then a summary of every failing example found.
 
     python benchmarks/campaign_long.py [--examples 300] [-k PATTERN] [--timeout 3600]
@@ -29,7 +29,7 @@ def main(argv=None):
     log = out / "failures.log"
     env = dict(os.environ, ROBUST_LOG=str(log), ROBUST_LONG_EXAMPLES=str(a.examples))
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "slow", "-k", a.k, "-p", "no:cacheprovider",
-           "-W", "ignore::DeprecationWarning", "tests/test_robustness.py"]
+           "-W", "ignore::DeprecationWarning", "tests/solver/test_robustness.py"]
     try:
         r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=a.timeout)
         text = r.stdout + r.stderr

@@ -1,5 +1,5 @@
-"""Stage builders shared by the force-element simulation tests (test_forces_sim*, test_motors*,
-test_joint_friction*). Stages are written as USDA text so every test also goes through the
+"""Stage builders shared by the force-element simulation tests (tests/solver/: test_forces_sim,
+test_motors, test_joint_friction). Stages are written as USDA text so every test also goes through the
 reader (units, signs, frames) exactly as a user's file would. No tests here."""
 from __future__ import annotations
 

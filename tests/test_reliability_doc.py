@@ -20,6 +20,6 @@ def test_every_test_named_in_reliability_md_exists():
     assert len(qualified) >= 10 and len(bare) >= 9  # the regexes still find the tables
     missing = [f"{f}::{t}" for f, t in sorted(qualified)
                if not (REPO / f).is_file() or t not in _functions(REPO / f)]
-    every = set().union(*(_functions(p) for p in (REPO / "tests").glob("test_*.py")))
+    every = set().union(*(_functions(p) for p in (REPO / "tests").rglob("test_*.py")))
     missing += sorted(bare - every)
     assert missing == []

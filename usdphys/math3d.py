@@ -96,15 +96,36 @@ def quat_from_matrix(r: np.ndarray) -> np.ndarray:
     return q if q[3] >= 0.0 else -q
 
 
-def polar_rotation(linear: np.ndarray) -> np.ndarray:
-    """Rotation part (x, y, z, w) of a 3x3 linear map on column vectors, by polar
-    decomposition (SVD); a reflection is folded into the scale, so the result is proper."""
+def polar_matrix(linear: np.ndarray) -> np.ndarray:
+    """Nearest rotation to each (..., 3, 3) linear map, by polar decomposition (SVD): scale
+    and shear removed, a reflection folded into the scale, so every result is proper."""
     u, _, vt = np.linalg.svd(np.asarray(linear, float))
     r = u @ vt
-    if np.linalg.det(r) < 0:
-        u[:, -1] *= -1
+    flip = np.linalg.det(r) < 0
+    if np.any(flip):
+        u[..., -1] = np.where(flip[..., None], -u[..., -1], u[..., -1])
         r = u @ vt
-    return matrix_to_quat(r)
+    return r
+
+
+def polar_rotation(linear: np.ndarray) -> np.ndarray:
+    """Rotation part (x, y, z, w) of a 3x3 linear map on column vectors (polar_matrix)."""
+    return matrix_to_quat(polar_matrix(linear))
+
+
+def quat_between(a: np.ndarray, b: np.ndarray, half_turn_axis: np.ndarray) -> np.ndarray:
+    """Shortest rotation (x, y, z, w) taking unit vector a onto unit vector b. Opposite
+    vectors have no unique one: then half a turn about half_turn_axis (a unit vector
+    perpendicular to a, chosen by the caller so its output stays stable)."""
+    a = np.asarray(a, float)
+    b = np.asarray(b, float)
+    c = float(np.dot(a, b))
+    if c < -1.0 + 1e-12:
+        h = np.asarray(half_turn_axis, float)
+        return np.array([h[0], h[1], h[2], 0.0])
+    v = np.cross(a, b)
+    q = np.array([v[0], v[1], v[2], 1.0 + c])
+    return q / np.linalg.norm(q)
 
 
 def quat_normalized(q: np.ndarray) -> np.ndarray:

@@ -58,37 +58,6 @@ class Result:
                             extra_layer=self.assembly_layer)
 
 
-def _assemble_if_needed(stage):
-    """SNAP-assemble a stage that uses mate connectors, in its session layer (input untouched).
-
-    Only stages with MbdMateAPI joints are assembled: a plain UsdPhysics stage simulates as
-    authored. Returns the session layer holding the solved transforms (the result layer
-    carries them), or None. Unresolved bodies are never guessed: that is an error.
-    """
-    from pxr import Usd
-
-    from usdphys.usd.assemble import assemble, needs_assembly
-
-    if not any(p.HasAPI("MbdMateAPI") for p in stage.Traverse(Usd.PrimDefaultPredicate)):
-        return None
-    if not needs_assembly(stage):
-        return None
-    session = stage.GetSessionLayer()
-    previous = stage.GetEditTarget()
-    stage.SetEditTarget(Usd.EditTarget(session))
-    try:
-        report = assemble(stage)
-    finally:
-        stage.SetEditTarget(previous)
-    if not report.complete:
-        raise UsdphysError(
-            "the stage uses mate connectors but SNAP could not place everything:\n"
-            + report.summary()
-            + "\nrun `usdphys assemble` to see the report, then fix the mates or author the transforms"
-        )
-    return session
-
-
 def _positive(name, value):
     if value is None:
         return None
@@ -143,6 +112,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
         model = stage_or_path
     elif stage_or_path is not None:
         from usdphys.usd import reader
+        from usdphys.usd.assemble import assemble_in_session
         from usdphys.usd.stage import open_stage
 
         if isinstance(stage_or_path, (str, os.PathLike)):
@@ -150,7 +120,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
             stage = open_stage(input_path)
         else:
             stage = stage_or_path
-        assembly_layer = _assemble_if_needed(stage)
+        assembly_layer = assemble_in_session(stage)
         read_model, defaults = reader.read_stage(stage)
         model = model or read_model
     if model is None:

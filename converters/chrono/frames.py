@@ -83,14 +83,7 @@ def frame_universal(axis1, axis2) -> np.ndarray:
 
 def rotation_z_to(axis) -> np.ndarray:
     """Shortest rotation taking +Z onto `axis` (cylinders: only the axis matters)."""
-    a = _normalized(axis)
-    z = np.array([0.0, 0.0, 1.0])
-    c = float(np.dot(z, a))
-    if c < -1 + 1e-12:
-        return np.array([1.0, 0.0, 0.0, 0.0])  # 180 deg about X
-    v = np.cross(z, a)
-    q = np.array([v[0], v[1], v[2], 1.0 + c])
-    return q / np.linalg.norm(q)
+    return m3.quat_between((0.0, 0.0, 1.0), _normalized(axis), half_turn_axis=(1.0, 0.0, 0.0))
 
 
 def inertia_tensor(moments, products) -> np.ndarray:

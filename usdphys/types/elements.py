@@ -60,7 +60,7 @@ def _f(*shape: int) -> np.ndarray:
 
 @dataclass
 class SpringDampers:
-    """MbdSpringDamper. Law row e of ``laws`` (forcelaws.pack_laws layout) has x = L (m),
+    """MbdSpringDamper. Law row e of ``laws`` (types.laws.pack_laws layout) has x = L (m),
     k N/m, c N s/m, x0 = restLength m, preload N, curves/map in N over m and m/s."""
 
     paths: list[str] = field(default_factory=list)

@@ -33,12 +33,13 @@ import numpy as np
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
-from usdphys.math3d import quat_from_matrix, quat_normalized, quat_to_matrix
+from usdphys.math3d import polar_matrix, quat_from_matrix, quat_normalized, quat_to_matrix
 from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_xyzw, quat_to_gf
 from usdphys.usd.stage import copy_stage_metadata, new_layer_over, open_stage, tf_message
+from usdphys.usd.tokens import Tokens
 
-MATE_API = "MbdMateAPI"
-CONNECTOR_TYPE = "MbdMateConnector"
+MATE_API = Tokens.MbdMateAPI
+CONNECTOR_TYPE = Tokens.MbdMateConnector
 TIME = Usd.TimeCode.EarliestTime()
 
 # A normal whose component orthogonal to the main axis is below this fraction of its
@@ -53,8 +54,8 @@ ANGLE_TOL_DEG = 1e-4
 # Joint types whose rest state is not "frames coincide": never used to place anything.
 NOT_AT_REST_WHEN_COINCIDENT = {
     "PhysicsDistanceJoint": "a distance joint holds a distance, not coincident frames",
-    "MbdRevoluteSphericalJoint": "a revolute-spherical joint holds a distance",
-    "MbdRevoluteTranslationalJoint": "a revolute-translational joint holds an offset",
+    Tokens.MbdRevoluteSphericalJoint: "a revolute-spherical joint holds a distance",
+    Tokens.MbdRevoluteTranslationalJoint: "a revolute-translational joint holds an offset",
 }
 
 
@@ -148,12 +149,7 @@ def _gf_rotation(q) -> np.ndarray:
 
 def _rotation_part(m: np.ndarray) -> np.ndarray:
     """Nearest rotation to the 3x3 block (removes scale and shear)."""
-    u, _, vt = np.linalg.svd(m[:3, :3])
-    r = u @ vt
-    if np.linalg.det(r) < 0:
-        u[:, -1] *= -1
-        r = u @ vt
-    return r
+    return polar_matrix(m[:3, :3])
 
 
 def _rotation_angle_deg(r: np.ndarray) -> float:
@@ -213,15 +209,15 @@ def connector_frame(prim: Usd.Prim) -> np.ndarray:
     path = prim.GetPath()
     if prim.GetTypeName() != CONNECTOR_TYPE:
         raise UsdphysError(f"{path}: expected an {CONNECTOR_TYPE} prim, found '{prim.GetTypeName() or 'untyped'}'")
-    pos = _vec(prim.GetAttribute("mbd:position"), path, "mbd:position")
-    main = _vec(prim.GetAttribute("mbd:mainAxis"), path, "mbd:mainAxis")
+    pos = _vec(prim.GetAttribute(Tokens.mbdPosition), path, Tokens.mbdPosition)
+    main = _vec(prim.GetAttribute(Tokens.mbdMainAxis), path, Tokens.mbdMainAxis)
     n_main = np.linalg.norm(main)
     if n_main < 1e-12:
         raise UsdphysError(f"{path}: mbd:mainAxis is zero; a connector needs a main axis direction")
     z = main / n_main
-    normal_attr = prim.GetAttribute("mbd:normal")
+    normal_attr = prim.GetAttribute(Tokens.mbdNormal)
     if normal_attr and normal_attr.HasAuthoredValue():
-        normal = _vec(normal_attr, path, "mbd:normal")
+        normal = _vec(normal_attr, path, Tokens.mbdNormal)
         n_norm = np.linalg.norm(normal)
         if n_norm < 1e-12:
             raise UsdphysError(f"{path}: mbd:normal is zero; give a direction not parallel to mbd:mainAxis")
@@ -377,7 +373,7 @@ class _Assembler:
     # ---- mates ------------------------------------------------------------------------
     def _connector_end(self, joint: Usd.Prim, i: int, axis: str) -> tuple[_End, Sdf.Path]:
         jp = joint.GetPath()
-        rel_name = f"mbd:connector{i}"
+        rel_name = (Tokens.mbdConnector0, Tokens.mbdConnector1)[i]
         target = _single_target(joint.GetRelationship(rel_name), jp, rel_name)
         if target is None:
             raise UsdphysError(f"{jp}: {MATE_API} is applied but {rel_name} names no connector")
@@ -657,6 +653,33 @@ def needs_assembly(stage: Usd.Stage) -> bool:
     return bool(report.placed) or bool(assembler.stale_joint_frames())
 
 
+def assemble_in_session(stage: Usd.Stage) -> Sdf.Layer | None:
+    """SNAP-assemble a stage that uses mate connectors, in its session layer (input untouched).
+
+    Only stages with MbdMateAPI joints are assembled: a plain UsdPhysics stage simulates as
+    authored. Returns the session layer holding the solved transforms (a result layer
+    carries them), or None. Unresolved bodies are never guessed: that is an error.
+    """
+    if not any(p.HasAPI(MATE_API) for p in stage.Traverse(Usd.PrimDefaultPredicate)):
+        return None
+    if not needs_assembly(stage):
+        return None
+    session = stage.GetSessionLayer()
+    previous = stage.GetEditTarget()
+    stage.SetEditTarget(Usd.EditTarget(session))
+    try:
+        report = assemble(stage)
+    finally:
+        stage.SetEditTarget(previous)
+    if not report.complete:
+        raise UsdphysError(
+            "the stage uses mate connectors but SNAP could not place everything:\n"
+            + report.summary()
+            + "\nrun `usdphys assemble` to see the report, then fix the mates or author the transforms"
+        )
+    return session
+
+
 def assemble_to_layer(input_path: str | os.PathLike, output_path: str | os.PathLike) -> tuple[Sdf.Layer, AssemblyReport]:
     """SNAP-assemble a USD file into a new layer meant to be written at output_path.
 
@@ -695,6 +718,7 @@ __all__ = [
     "MateCheck",
     "Placement",
     "assemble",
+    "assemble_in_session",
     "assemble_to_layer",
     "connector_frame",
     "needs_assembly",

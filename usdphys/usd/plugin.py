@@ -12,10 +12,12 @@ from pathlib import Path
 
 from pxr import Plug, Usd
 
+from usdphys.usd.tokens import Tokens
+
 PLUGIN_NAME = "usdphys"
 # Our schema identifiers that another package could also claim.
-CLASHING_IDENTIFIER = "NewtonJointAPI"
-_PROBE_TYPE = "MbdSpringDamper"  # any concrete type of ours: present iff the registry saw us
+CLASHING_IDENTIFIER = Tokens.NewtonJointAPI
+_PROBE_TYPE = Tokens.MbdSpringDamper  # any concrete type of ours: present iff the registry saw us
 
 
 class SchemaRegistrationError(ImportError):

@@ -18,7 +18,7 @@ import numpy as np
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, Vt
 
 from usdphys.errors import UsdphysError
-from usdphys.math3d import matrix_to_quat, quat_sign_continuous, quat_to_matrix
+from usdphys.math3d import matrix_to_quat, polar_matrix, quat_sign_continuous, quat_to_matrix
 from usdphys.usd.gfconv import matrix_from_gf, quat_to_gf
 from usdphys.usd.stage import check_output_path, copy_stage_metadata, export_layer_atomic, new_layer_over
 
@@ -96,13 +96,7 @@ def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, 
         local = np.linalg.inv(P) @ aff
         t_local = local[:, :3, 3]
         # rotation of the local linear part (polar; scale kept separately)
-        lin_local = local[:, :3, :3]
-        u, _, vt = np.linalg.svd(lin_local)
-        rl = u @ vt
-        flip = np.linalg.det(rl) < 0
-        if np.any(flip):
-            u[flip, :, -1] *= -1
-            rl = u @ vt
+        rl = polar_matrix(local[:, :3, :3])
         # continuous sign: a viewer interpolating between frames never turns 360 degrees
         q_local = quat_sign_continuous([matrix_to_quat(r) for r in rl])
 

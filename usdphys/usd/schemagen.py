@@ -89,7 +89,7 @@ def tokens_source(generated_schema: Path) -> str:
         '"""Schema type names, property names and allowed token values of the usdphys plugin.',
         "",
         "Generated from schemas/schema.usda by `python -m usdphys.usd.schemagen`; do not edit",
-        "(tests/test_plugin.py fails when it is stale). Named like usdGenSchema's C++ tokens:",
+        "(tests/usd/test_plugin.py fails when it is stale). Named like usdGenSchema's C++ tokens:",
         "namespaces joined in camelCase, e.g. Tokens.mbdRestLength == \"mbd:restLength\".",
         '"""',
         "",

@@ -24,7 +24,7 @@ from usdphys.usd.stage import (
     open_stage,
 )
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 CLOCK = ASSETS / "snap" / "clock" / "clock.usda"
 SLIDER_CRANK = ASSETS / "chrono" / "slider_crank" / "mbs.yaml"
 

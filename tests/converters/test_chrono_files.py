@@ -14,7 +14,7 @@ from pxr import Usd, UsdPhysics
 from usdphys.converters.chrono import convert, convert_file
 from usdphys.errors import UsdphysError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHRONO = REPO / "assets" / "chrono-yaml"  # verbatim Chrono files, upstream layout (see its README.md)
 FILES = sorted(p for p in CHRONO.rglob("*.yaml") if "schema" not in p.parts)
 

@@ -531,7 +531,7 @@ def test_convex_hull_mesh_body_rests_on_a_plane():
 
 
 # ------------------------------------------------------------------------------ Chrono models
-CHRONO = os.path.join(os.path.dirname(__file__), "..", "assets", "chrono-yaml", "data", "yaml", "mbs")
+CHRONO = os.path.join(os.path.dirname(__file__), "..", "..", "assets", "chrono-yaml", "data", "yaml", "mbs")
 
 
 def _chrono(name):

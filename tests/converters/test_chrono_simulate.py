@@ -15,7 +15,7 @@ from sim_helpers import angle_about
 from usdphys.types.timefunc import TimeFunction
 from reference.timefunc import evaluate
 
-DATA = Path(__file__).resolve().parents[1] / "assets" / "chrono-yaml" / "data"
+DATA = Path(__file__).resolve().parents[2] / "assets" / "chrono-yaml" / "data"
 MODELS = sorted(
     [*DATA.glob("yaml/mbs/model_*.yaml"), DATA / "yaml/mbs/mbs.yaml", *DATA.glob("yaml/fsi/*/model_mbs.yaml"),
      *DATA.glob("precice/*/*/mbs_model.yaml")]

@@ -11,7 +11,7 @@ from usdphys.solver import io
 from usdphys.solver.warpinit import init_warp
 from usdphys.usd.reader import read_stage
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets" / "usd"
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "usd"
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from usdphys.math3d import quat_normalized, quat_sign_continuous, quat_to_matrix
 from usdphys.usd.assemble import assemble_to_layer
 from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_xyzw, quat_to_gf
 
-CLOCK = Path(__file__).resolve().parents[1] / "assets" / "snap" / "clock" / "clock.usda"
+CLOCK = Path(__file__).resolve().parents[2] / "assets" / "snap" / "clock" / "clock.usda"
 
 
 def test_gf_quaternion_and_matrix_round_trip():

@@ -20,7 +20,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 from usdphys.usd.assemble import assemble, connector_frame, needs_assembly, plan
 from usdphys.errors import UsdphysError
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets" / "snap"
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "snap"
 TOL = 1e-9
 
 

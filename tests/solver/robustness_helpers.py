@@ -1,5 +1,5 @@
 """Mechanism generators, USDA / MJCF writers, oracles and an isolated runner for the
-property-based robustness campaign (tests/test_robustness.py, benchmarks/campaign_long.py).
+property-based robustness campaign (tests/solver/test_robustness.py, benchmarks/campaign_long.py).
 
 Everything is built from one plain description so the stage under test and the oracle's
 model come from the same numbers. Stages are USDA text (Z up, metres, kg, gravity 9.81 -Z).

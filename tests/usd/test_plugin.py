@@ -9,7 +9,7 @@ import pytest
 from usdphys import plugin_path
 from usdphys.usd.schemagen import GENERATED_FILES, PLUGIN_DIR, TOKENS_MODULE, generate, tokens_source
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _console_script() -> str:

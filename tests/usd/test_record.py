@@ -14,7 +14,7 @@ from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 from usdphys.math3d import quat_rotate
 from usdphys.simulate import simulate
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets" / "usd"
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "usd"
 
 
 def make_nested_stage(path: Path):

@@ -20,7 +20,7 @@ import pytest
 from usdphys.converters.chrono import convert_file
 from usdphys.errors import UsdphysError
 
-CHRONO = Path(__file__).resolve().parents[1] / "assets" / "chrono-yaml"
+CHRONO = Path(__file__).resolve().parents[2] / "assets" / "chrono-yaml"
 SHARDS, PER_SHARD = 4, 750  # 3,000 mutants; a shard's seed is its index
 
 VALUES = [".nan", ".NaN", ".inf", "-.inf", "1e308", "1e400", "-1", "-1e9", "0", "-0", "", "~", "null", "[]", "{}",

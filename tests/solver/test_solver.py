@@ -147,7 +147,7 @@ def fourbar_model():
     from usdphys.usd.reader import read_stage
     from pathlib import Path
 
-    model, _ = read_stage(str(Path(__file__).resolve().parents[1] / "assets" / "usd" / "fourbar.usda"))
+    model, _ = read_stage(str(Path(__file__).resolve().parents[2] / "assets" / "usd" / "fourbar.usda"))
     return model
 
 

@@ -11,7 +11,7 @@ from pxr import Usd
 
 from usdphys.usd.check import check_stage
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MISTAKES = REPO / "assets" / "schema" / "hand_authored_mistakes.usda"
 
 HEADER = '''#usda 1.0

@@ -10,7 +10,7 @@ import numpy as np
 from usdphys.usd.reader import read_stage
 from usdphys.solver import Solver
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets" / "usd"
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "usd"
 
 
 def test_fourbar_reuses_the_factorisation_and_stays_closed():

@@ -151,7 +151,7 @@ def test_merge_of_a_non_mapping_is_an_error_with_its_line(tmp_path):
     assert str(exc.value).startswith(f"{path}:3: model: bad merge key (<<)")
 
 
-BUSHING = Path(__file__).resolve().parents[1] / "assets" / "chrono-yaml" / "data" / "yaml" / "mbs" / "model_bushing.yaml"
+BUSHING = Path(__file__).resolve().parents[2] / "assets" / "chrono-yaml" / "data" / "yaml" / "mbs" / "model_bushing.yaml"
 
 
 @pytest.mark.parametrize("value, message", [

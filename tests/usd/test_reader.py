@@ -193,7 +193,7 @@ def test_instance_proxies_are_read():
 def test_stage_defaults_from_simulation_api(tmp_path):
     from pathlib import Path
 
-    model, defaults = read_stage(str(Path(__file__).resolve().parents[1] / "assets/usd/fourbar.usda"))
+    model, defaults = read_stage(str(Path(__file__).resolve().parents[2] / "assets/usd/fourbar.usda"))
     assert defaults.time_step == pytest.approx(1e-3)
     assert defaults.end_time == pytest.approx(2.0)
     assert model.body_count == 3 and model.joint_count == 4
