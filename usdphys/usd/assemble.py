@@ -35,7 +35,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 from usdphys.errors import UsdphysError
 from usdphys.math3d import quat_from_matrix, quat_normalized, quat_to_matrix
 from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_xyzw, quat_to_gf
-from usdphys.usd.stage import copy_stage_metadata, new_layer_over, open_stage, tf_message
+from usdphys.usd.stage import compose, copy_stage_metadata, new_layer_over, open_stage, tf_message
 
 MATE_API = "MbdMateAPI"
 CONNECTOR_TYPE = "MbdMateConnector"
@@ -657,23 +657,25 @@ def needs_assembly(stage: Usd.Stage) -> bool:
     return bool(report.placed) or bool(assembler.stale_joint_frames())
 
 
-def assemble_to_layer(input_path: str | os.PathLike, output_path: str | os.PathLike) -> tuple[Sdf.Layer, AssemblyReport]:
+def assemble_to_layer(input_path: str | os.PathLike, output_path: str | os.PathLike,
+                      allow_missing: bool = False) -> tuple[Sdf.Layer, AssemblyReport]:
     """SNAP-assemble a USD file into a new layer meant to be written at output_path.
 
     The layer sublayers the input (by a path relative to output_path's folder), repeats the
     input's stage metadata and holds only what SNAP authored: xformOps of the bodies /
     systems it placed or forced to the identity, and localPos / localRot of joints that use
     mate connectors. Nothing is written; the input never is. Check `report.complete`.
+    A missing sublayer, reference, payload or asset is an error unless allow_missing.
     """
     inp = Path(input_path)
-    input_stage = open_stage(inp)  # holds the input layer open while we compose over it
+    input_stage = open_stage(inp, allow_missing=allow_missing)  # holds the input layer open while we compose over it
     in_layer = input_stage.GetRootLayer()
     work = Sdf.Layer.CreateAnonymous("assembled.usda")
     # An anonymous layer has no folder: it names the input by its identifier while in memory.
     work.subLayerPaths = [in_layer.identifier]
     copy_stage_metadata(in_layer, work)
     try:
-        stage = Usd.Stage.Open(work)
+        stage = compose(work)  # what is missing was reported by open_stage
     except Tf.ErrorException as exc:
         raise UsdphysError(f"{inp}: USD could not compose the stage ({tf_message(exc)})") from None
     stage.SetEditTarget(Usd.EditTarget(work))
