@@ -87,10 +87,13 @@ def _assemble_if_needed(stage):
     finally:
         stage.SetEditTarget(previous)
     if not report.complete:
+        # One line: the problems only (the full report is what `usdphys assemble` prints).
+        problems = [" ".join(line.split()) for line in report.summary().splitlines()
+                    if line.startswith(("UNRESOLVED", "UNSATISFIED"))] or ["see the report"]
+        more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
         raise UsdphysError(
-            "the stage uses mate connectors but SNAP could not place everything:\n"
-            + report.summary()
-            + "\nrun `usdphys assemble` to see the report, then fix the mates or author the transforms"
+            "the stage uses mate connectors but SNAP could not place everything: " + "; ".join(problems[:3]) + more
+            + "; run `usdphys assemble` to see the report, then fix the mates or author the transforms"
         )
     return session
 

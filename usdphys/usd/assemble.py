@@ -189,6 +189,9 @@ _AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
 # --------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------
+MAX_COORDINATE = 1e12  # stage units: a connector's position or direction
+
+
 def _fmt(v) -> str:
     return "(" + ", ".join(f"{float(x):g}" for x in v) + ")"
 
@@ -200,6 +203,10 @@ def _vec(attr: Usd.Attribute, prim_path, name: str) -> np.ndarray:
     v = np.array(value, dtype=float)
     if v.shape != (3,) or not np.all(np.isfinite(v)):
         raise UsdphysError(f"{prim_path}: {name} = {value} must be 3 finite numbers")
+    # Beyond this, products of positions overflow or lose every digit of a joint's offset.
+    if np.max(np.abs(v)) > MAX_COORDINATE:
+        raise UsdphysError(f"{prim_path}: {name} = {value} is out of range (each value at most "
+                           f"{MAX_COORDINATE:g} in magnitude)")
     return v
 
 
