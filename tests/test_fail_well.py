@@ -323,3 +323,48 @@ def test_bad_simulate_argument_is_one_line(tmp_path, args, expect_rc, named, cap
     rc, out, err = run_main(["simulate", PENDULUM, "-o", tmp_path / "out.usda"] + args, capsys)
     assert_one_line_failure(rc, err, tmp_path, expect_rc=expect_rc, before=[])
     assert named in err
+
+
+# ---------------------------------------------------------------------------- fuzz findings
+def _pendulum_edit(tmp_path: Path, old: str, new: str) -> Path:
+    text = PENDULUM.read_text()
+    assert old in text
+    path = tmp_path / "edited.usda"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+FUZZ_FINDINGS = {
+    # a NaN / inf transform made the polar decomposition raise LinAlgError (SVD did not converge)
+    "nan-translate": (("double3 xformOp:translate = (0.24999999999999994", "double3 xformOp:translate = (nan"),
+                      "/World/link.xformOp:translate"),
+    "inf-orient": (("quatd xformOp:orient = (0.8660254037844386", "quatd xformOp:orient = (inf"),
+                   "/World/link.xformOp:orient"),
+    # 1e308 in a float attribute overflows to inf: the model raised a bare ValueError
+    "overflowing-principal-axes": (("float physics:mass = 1", "float physics:mass = 1\n        quatf physics:principalAxes = (1e308, 0, 0, 0)"),
+                                   "/World/link: physics:principalAxes"),
+    # metersPerUnit = -1e308 overflowed (OverflowError) in the unit conversions
+    "huge-meters-per-unit": (("metersPerUnit = 1", "metersPerUnit = -1e308"), "metersPerUnit"),
+    "zero-kilograms-per-unit": (("kilogramsPerUnit = 1", "kilogramsPerUnit = 0"), "kilogramsPerUnit"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FUZZ_FINDINGS))
+def test_fuzz_findings_are_one_line_naming_prim_and_attribute(tmp_path, case, capsys):
+    (old, new), named = FUZZ_FINDINGS[case]
+    path = _pendulum_edit(tmp_path, old, new)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    rc, out, err = run_main(["simulate", path, "-o", out_dir / "r.usda", "--duration", "0.05"], capsys)
+    assert_one_line_failure(rc, err, out_dir, before=[])
+    assert named in err, err
+
+
+def test_nan_transform_in_a_mate_stage_names_the_op(tmp_path, capsys):
+    path = connector_stage(tmp_path / "mates.usda")
+    stage = Usd.Stage.Open(str(path))
+    UsdGeom.Xformable(stage.GetPrimAtPath("/W/A")).AddTranslateOp().Set(Gf.Vec3d(math.nan, 0, 0))
+    stage.Save()
+    rc, out, err = run_main(["assemble", path, "-o", tmp_path / "out.usda"], capsys)
+    assert_one_line_failure(rc, err, tmp_path)
+    assert "/W/A.xformOp:translate" in err

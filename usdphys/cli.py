@@ -140,6 +140,15 @@ def _simulate(args) -> int:
     check_output_path(args.output, args.input)  # fail before minutes of simulation
     if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
         raise UsdphysError(f"--device {args.device}: expected cpu or cuda")
+    if str(args.device).startswith("cuda"):
+        # Asked before Warp touches CUDA: on a machine without a driver that prints lines of its own.
+        from usdphys.solver.warpinit import init_warp
+
+        init_warp()
+        import warp as wp
+
+        if wp.get_cuda_device_count() == 0:
+            raise UsdphysError(f"--device {args.device}: no CUDA device on this machine; use --device cpu")
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
                       worlds=args.worlds, progress=True, allow_missing=args.allow_missing)
     out = result.write(args.output)

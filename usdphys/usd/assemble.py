@@ -34,7 +34,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
 from usdphys.math3d import quat_from_matrix, quat_normalized, quat_to_matrix
-from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_xyzw, quat_to_gf
+from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_to_gf, quat_xyzw, transform_fault
 from usdphys.usd.stage import compose, copy_stage_metadata, new_layer_over, open_stage, tf_message
 
 MATE_API = "MbdMateAPI"
@@ -342,8 +342,14 @@ class _Assembler:
         if path in self.solved:
             return self.solved[path]
         if path not in self._local:
-            xf = UsdGeom.Xformable(self._prim(path))
-            self._local[path] = matrix_from_gf(xf.GetLocalTransformation(TIME))
+            prim = self._prim(path)
+            fault = transform_fault(prim, TIME, ancestors=False)
+            if fault:
+                raise UsdphysError(fault)
+            m = matrix_from_gf(UsdGeom.Xformable(prim).GetLocalTransformation(TIME))
+            if not np.all(np.isfinite(m)):
+                raise UsdphysError(f"{path}: its transform overflows (xformOp values too large)")
+            self._local[path] = m
         return self._local[path]
 
     def chain(self, owner: Sdf.Path, ancestor: Sdf.Path) -> list[Sdf.Path]:
