@@ -12,6 +12,7 @@ import re
 import shutil
 import signal
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -42,11 +43,15 @@ def run_case(argv, capfd):
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(CASE_SECONDS)
     t0 = time.perf_counter()
+    caught: list = []
     try:
-        try:
-            rc = cli.main([str(a) for a in argv])
-        except SystemExit as exc:
-            rc = exc.code
+        # Python warnings reach a CLI user's terminal as extra lines: they count as output here.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                rc = cli.main([str(a) for a in argv])
+            except SystemExit as exc:
+                rc = exc.code
     except Hang:
         rc = "hang"
     except Exception:  # a bug: reported with the case, after the other cases ran
@@ -57,6 +62,8 @@ def run_case(argv, capfd):
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     out, err = capfd.readouterr()
+    err += "".join(f"{w.category.__name__}: {w.message}\n" for w in caught
+                   if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)))
     return rc, out, err, time.perf_counter() - t0
 
 

@@ -346,6 +346,12 @@ FUZZ_FINDINGS = {
     # metersPerUnit = -1e308 overflowed (OverflowError) in the unit conversions
     "huge-meters-per-unit": (("metersPerUnit = 1", "metersPerUnit = -1e308"), "metersPerUnit"),
     "zero-kilograms-per-unit": (("kilogramsPerUnit = 1", "kilogramsPerUnit = 0"), "kilogramsPerUnit"),
+    # an infinite joint frame reached the solver: NumPy warnings, then "simulation blew up"
+    "inf-joint-local-pos": (("point3f physics:localPos1 = (-0.5, 0, 0)", "point3f physics:localPos1 = (inf, 0, 0)"),
+                            "/World/pivot: physics:localPos1"),
+    "nan-joint-local-rot": (("point3f physics:localPos0 = (0, 0, 0)",
+                             "point3f physics:localPos0 = (0, 0, 0)\n        quatf physics:localRot0 = (nan, 0, 0, 1)"),
+                            "/World/pivot: physics:localRot0"),
 }
 
 

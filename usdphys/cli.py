@@ -219,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return int(args._run(args) or 0)
+        # Every value read is checked for being finite where it matters; NumPy's own
+        # floating-point warnings would only add lines (with source excerpts) before ours.
+        with np.errstate(all="ignore"):
+            return int(args._run(args) or 0)
     except UsdphysError as exc:
         print(f"usdphys {args.command}: error: {exc}", file=sys.stderr)
         return 1
