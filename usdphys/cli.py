@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,27 @@ from usdphys.errors import UsdphysError
 # `usdphys assemble`: written, but some body stayed unresolved or some mate's frames do not
 # coincide (listed). 0 is complete, 1 bad input (nothing written).
 EXIT_INCOMPLETE = 2
+# Interrupted by Ctrl-C (SIGINT) / by SIGTERM: 128 + the signal's number, as a shell reports it.
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised by the SIGTERM handler, so a terminated run unwinds exactly like Ctrl-C (temp
+    files removed, nothing half-written) and only the exit status and the word differ."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (with the command), not the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+ALLOW_MISSING_HELP = ("go on (with a warning) when a sublayer, reference, payload or asset names a missing "
+                      "file; by default that is an error")
 
 
 # ---------------------------------------------------------------------------- convert
@@ -57,7 +80,9 @@ def _check(args) -> int:
     from usdphys.usd.check import check_stage
     from usdphys.usd.stage import open_stage
 
-    findings = check_stage(open_stage(args.stage), usd_core=not args.no_usd_core)
+    # Missing sublayers / references / payloads / assets are reported as findings (errors).
+    findings = check_stage(open_stage(args.stage, allow_missing=True, report_missing=False),
+                           usd_core=not args.no_usd_core)
     errors = [f for f in findings if f.severity == "error"]
     for f in findings:
         if f.severity == "error" or not args.quiet:
@@ -72,6 +97,7 @@ def _assemble_arguments(parser) -> None:
     parser.add_argument("input", help="USD stage to assemble (not modified)")
     parser.add_argument("-o", "--output", required=True, help="new layer to write (.usda/.usdc/.usd)")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    parser.add_argument("--allow-missing", action="store_true", help=ALLOW_MISSING_HELP)
 
 
 def _assemble(args) -> int:
@@ -79,7 +105,7 @@ def _assemble(args) -> int:
     from usdphys.usd.stage import check_output_path, export_layer_atomic
 
     out = check_output_path(args.output, args.input)
-    layer, report = assemble_to_layer(args.input, out)
+    layer, report = assemble_to_layer(args.input, out, allow_missing=args.allow_missing)
     export_layer_atomic(layer, out)
     if args.quiet:
         problems = [line for line in report.summary().splitlines() if line.startswith(("UNRESOLVED", "UNSATISFIED"))]
@@ -104,6 +130,7 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--device", default=None, help="Warp device: cpu or cuda (default: Warp's default)")
     parser.add_argument("--worlds", type=int, default=1,
                         help="simulate N copies at once (benchmarking); world 0 is written")
+    parser.add_argument("--allow-missing", action="store_true", help=ALLOW_MISSING_HELP)
 
 
 def _simulate(args) -> int:
@@ -113,8 +140,14 @@ def _simulate(args) -> int:
     check_output_path(args.output, args.input)  # fail before minutes of simulation
     if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
         raise UsdphysError(f"--device {args.device}: expected cpu or cuda")
+    if str(args.device).startswith("cuda"):
+        # Asked before Warp touches CUDA: on a machine without a driver that prints lines of its own.
+        from usdphys.solver.warpinit import cuda_device_count
+
+        if cuda_device_count() == 0:
+            raise UsdphysError(f"--device {args.device}: no CUDA device on this machine; use --device cpu")
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
-                      worlds=args.worlds, progress=True)
+                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing)
     out = result.write(args.output)
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")
@@ -153,7 +186,7 @@ SUBCOMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="usdphys", description="Multibody physics for OpenUSD.")
+    parser = _Parser(prog="usdphys", description="Multibody physics for OpenUSD.")
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -178,14 +211,27 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as exc:  # e.g. schema registration refused (clash), said clearly
         print(f"usdphys: error: {exc}", file=sys.stderr)
         return 1
+    # Only the main thread may set a handler (main() is also called in-process by tests).
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return int(args._run(args) or 0)
+        # Every value read is checked for being finite where it matters; NumPy's own
+        # floating-point warnings would only add lines (with source excerpts) before ours.
+        with np.errstate(all="ignore"):
+            return int(args._run(args) or 0)
     except UsdphysError as exc:
         print(f"usdphys {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except Terminated:
+        print(f"usdphys {args.command}: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print(f"usdphys {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

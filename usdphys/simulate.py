@@ -22,6 +22,12 @@ from usdphys.types.model import Model
 DEFAULT_DT = 1.0e-3  # s, when neither the caller nor the stage (mbd:timeStep) says
 DEFAULT_DURATION = 5.0  # s, when neither the caller nor the stage (mbd:endTime) says
 DEFAULT_FPS = 60.0
+# Requests beyond these are mistakes, not runs (10^9 frames of one body is 170 GB of poses;
+# 10^10 steps at a microsecond each is three hours): refused before anything is allocated.
+MAX_FRAMES = 1e9
+MAX_STEPS = 1e10
+# Result arrays held at once: the solver's frame buffer, its host copy and the prim-frame poses.
+POSE_COPIES = 3
 
 
 @dataclass
@@ -56,6 +62,86 @@ class Result:
         return write_result(self.stage, self.body_paths, self.positions[:, world], self.orientations[:, world],
                             self.fps, path, self.model.meters_per_unit, self.input_path,
                             extra_layer=self.assembly_layer)
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate: MemAvailable (free + reclaimable cache), capped
+    by a cgroup v2 memory limit when there is one; free pages where /proc is missing; None
+    where neither says."""
+    avail = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+        except (AttributeError, ValueError, OSError):
+            return None
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            limit = fh.read().strip()
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as fh:
+            used = int(fh.read().strip())
+        if limit != "max":
+            avail = min(avail, max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return avail
+
+
+def memory_estimate(model: Model, frames: int, worlds: int) -> tuple[int, int]:
+    """(bytes, rows): what a run allocates that grows with frames, worlds and rows.
+
+    Poses: (frames + 1) x worlds x bodies x (3 + 4) float64, held POSE_COPIES times; motor
+    efforts likewise (twice); the solver's two dense per-world matrices (A and its factor):
+    rows^2 x 2 x 8 bytes x worlds. Rows are the joints' rows plus at least one per force
+    element (a lower bound: some elements take more).
+    """
+    import dataclasses
+
+    bodies = max(model.body_count, 1)
+    rows = model.constraint_rows().count
+    motors = 0
+    el = model.elements
+    if el is not None and dataclasses.is_dataclass(el):
+        for f in dataclasses.fields(el):
+            n = len(getattr(getattr(el, f.name), "paths", None) or [])
+            rows += n
+            if "motor" in f.name:
+                motors += n
+    rows = max(rows, 1)
+    poses = (frames + 1) * worlds * bodies * (3 + 4) * 8 * POSE_COPIES
+    efforts = (frames + 1) * worlds * max(motors, 1) * 8 * 2
+    matrices = rows * rows * 2 * 8 * worlds
+    return poses + efforts + matrices, rows
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
+        if n < 1000 or unit == "PB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000.0
+    return f"{n:.1f} PB"
+
+
+def check_memory(model: Model, frames: int, worlds: int, available: int | None = None) -> int:
+    """Refuse a run whose results and solver matrices would not fit in memory (a one-line
+    UsdphysError with the figure and what lowers it) instead of failing with MemoryError
+    halfway. Returns the estimate in bytes."""
+    need, rows = memory_estimate(model, frames, worlds)
+    available = available_memory() if available is None else available
+    if available is not None and need > available:
+        raise UsdphysError(
+            f"this run needs about {_size(need)} of memory ({frames + 1} frames x {worlds} world(s) x "
+            f"{model.body_count} bodies of poses, {rows}x{rows} solver matrices per world) but "
+            f"{_size(available)} is available; lower it with fewer frames (--fps, --duration) or "
+            "fewer worlds (--worlds)")
+    return need
 
 
 def _positive(name, value):
@@ -94,7 +180,8 @@ class _Progress:
 
 
 def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, worlds: int = 1,
-             progress: bool = False, model: Model | None = None, axial_force_law=None) -> Result:
+             progress: bool = False, model: Model | None = None, axial_force_law=None,
+             allow_missing: bool = False) -> Result:
     """Simulate a USD stage (Usd.Stage or file path) or a Model.
 
     duration / dt default to the stage's MbdSimulationAPI (mbd:endTime / mbd:timeStep on the
@@ -103,6 +190,8 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     initial state of each world can be edited on a Model passed as `model`).
     axial_force_law: a Warp function (t, dx, dv, k, d, offset) -> f (wp.float64) replacing the
     law of every MbdAxialSpringDamper (usdphys.solver.forces.set_axial_force_law).
+    allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
+    error unless this is True (then a warning, and the stage is simulated without it).
     """
     stage = None
     input_path = None
@@ -117,7 +206,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
 
         if isinstance(stage_or_path, (str, os.PathLike)):
             input_path = os.fspath(stage_or_path)
-            stage = open_stage(input_path)
+            stage = open_stage(input_path, allow_missing=allow_missing)
         else:
             stage = stage_or_path
         assembly_layer = assemble_in_session(stage)
@@ -126,18 +215,31 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     if model is None:
         raise UsdphysError("nothing to simulate: pass a stage, a file path or a Model")
 
+    if stage is not None and model.body_count == 0:
+        raise UsdphysError(f"{input_path or stage.GetRootLayer().identifier}: nothing to simulate: no rigid bodies "
+                           "(no prim has PhysicsRigidBodyAPI, or the prims that had one were not composed)")
+
     duration = _positive("duration", duration) or (defaults.end_time if defaults and defaults.end_time else DEFAULT_DURATION)
     dt = _positive("dt", dt) or (defaults.time_step if defaults and defaults.time_step else DEFAULT_DT)
     fps = _positive("fps", fps) or DEFAULT_FPS
-    if not isinstance(worlds, (int, np.integer)) or worlds < 1:
+    if isinstance(worlds, bool) or not isinstance(worlds, (int, np.integer)) or worlds < 1:
         raise UsdphysError(f"worlds must be a whole number >= 1, got {worlds!r}")
     frame_dt = 1.0 / fps
-    substeps = max(1, math.ceil(frame_dt / dt - 1e-9))
+    substeps_f = frame_dt / dt
+    frames_f = duration * fps
+    if not (math.isfinite(frames_f) and frames_f <= MAX_FRAMES):
+        raise UsdphysError(f"duration {duration:g} s at {fps:g} fps is more than {MAX_FRAMES:.0e} frames; "
+                           "lower --duration or --fps")
+    if not (math.isfinite(substeps_f) and substeps_f * max(frames_f, 1) <= MAX_STEPS):
+        raise UsdphysError(f"dt {dt:g} s over {duration:g} s is more than {MAX_STEPS:.0e} steps; "
+                           "use a larger --dt or a shorter --duration")
+    substeps = max(1, math.ceil(substeps_f - 1e-9))
     h = frame_dt / substeps
-    frames = max(1, math.ceil(duration * fps - 1e-9))
+    frames = max(1, math.ceil(frames_f - 1e-9))
+    if model.world_count != worlds and model.world_count != 1:
+        raise UsdphysError(f"model has {model.world_count} worlds but worlds={worlds} was asked")
+    check_memory(model, frames, int(worlds))  # before replicate(): that alone can be too big
     if model.world_count != worlds:
-        if model.world_count != 1:
-            raise UsdphysError(f"model has {model.world_count} worlds but worlds={worlds} was asked")
         model = model.replicate(worlds)
 
     from usdphys.solver import Solver

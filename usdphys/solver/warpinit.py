@@ -41,3 +41,9 @@ def init_warp() -> None:
             if _NOISE not in line:
                 print(line, file=sys.stderr)
     _done = True
+
+
+def cuda_device_count() -> int:
+    """CUDA devices Warp can use here (0 on a machine without a driver), asked quietly."""
+    init_warp()
+    return wp.get_cuda_device_count()

@@ -34,8 +34,8 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
 from usdphys.math3d import polar_matrix, quat_from_matrix, quat_normalized, quat_to_matrix
-from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_xyzw, quat_to_gf
-from usdphys.usd.stage import copy_stage_metadata, new_layer_over, open_stage, tf_message
+from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_to_gf, quat_xyzw, transform_fault
+from usdphys.usd.stage import compose, copy_stage_metadata, new_layer_over, open_stage, tf_message
 from usdphys.usd.tokens import Tokens
 
 MATE_API = Tokens.MbdMateAPI
@@ -185,6 +185,9 @@ _AXIS_INDEX = {"X": 0, "Y": 1, "Z": 2}
 # --------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------
+MAX_COORDINATE = 1e12  # stage units: a connector's position or direction
+
+
 def _fmt(v) -> str:
     return "(" + ", ".join(f"{float(x):g}" for x in v) + ")"
 
@@ -196,6 +199,10 @@ def _vec(attr: Usd.Attribute, prim_path, name: str) -> np.ndarray:
     v = np.array(value, dtype=float)
     if v.shape != (3,) or not np.all(np.isfinite(v)):
         raise UsdphysError(f"{prim_path}: {name} = {value} must be 3 finite numbers")
+    # Beyond this, products of positions overflow or lose every digit of a joint's offset.
+    if np.max(np.abs(v)) > MAX_COORDINATE:
+        raise UsdphysError(f"{prim_path}: {name} = {value} is out of range (each value at most "
+                           f"{MAX_COORDINATE:g} in magnitude)")
     return v
 
 
@@ -331,8 +338,14 @@ class _Assembler:
         if path in self.solved:
             return self.solved[path]
         if path not in self._local:
-            xf = UsdGeom.Xformable(self._prim(path))
-            self._local[path] = matrix_from_gf(xf.GetLocalTransformation(TIME))
+            prim = self._prim(path)
+            fault = transform_fault(prim, TIME, ancestors=False)
+            if fault:
+                raise UsdphysError(fault)
+            m = matrix_from_gf(UsdGeom.Xformable(prim).GetLocalTransformation(TIME))
+            if not np.all(np.isfinite(m)):
+                raise UsdphysError(f"{path}: its transform overflows (xformOp values too large)")
+            self._local[path] = m
         return self._local[path]
 
     def chain(self, owner: Sdf.Path, ancestor: Sdf.Path) -> list[Sdf.Path]:
@@ -672,31 +685,36 @@ def assemble_in_session(stage: Usd.Stage) -> Sdf.Layer | None:
     finally:
         stage.SetEditTarget(previous)
     if not report.complete:
+        # One line: the problems only (the full report is what `usdphys assemble` prints).
+        problems = [" ".join(line.split()) for line in report.summary().splitlines()
+                    if line.startswith(("UNRESOLVED", "UNSATISFIED"))] or ["see the report"]
+        more = f"; and {len(problems) - 3} more" if len(problems) > 3 else ""
         raise UsdphysError(
-            "the stage uses mate connectors but SNAP could not place everything:\n"
-            + report.summary()
-            + "\nrun `usdphys assemble` to see the report, then fix the mates or author the transforms"
+            "the stage uses mate connectors but SNAP could not place everything: " + "; ".join(problems[:3]) + more
+            + "; run `usdphys assemble` to see the report, then fix the mates or author the transforms"
         )
     return session
 
 
-def assemble_to_layer(input_path: str | os.PathLike, output_path: str | os.PathLike) -> tuple[Sdf.Layer, AssemblyReport]:
+def assemble_to_layer(input_path: str | os.PathLike, output_path: str | os.PathLike,
+                      allow_missing: bool = False) -> tuple[Sdf.Layer, AssemblyReport]:
     """SNAP-assemble a USD file into a new layer meant to be written at output_path.
 
     The layer sublayers the input (by a path relative to output_path's folder), repeats the
     input's stage metadata and holds only what SNAP authored: xformOps of the bodies /
     systems it placed or forced to the identity, and localPos / localRot of joints that use
     mate connectors. Nothing is written; the input never is. Check `report.complete`.
+    A missing sublayer, reference, payload or asset is an error unless allow_missing.
     """
     inp = Path(input_path)
-    input_stage = open_stage(inp)  # holds the input layer open while we compose over it
+    input_stage = open_stage(inp, allow_missing=allow_missing)  # holds the input layer open while we compose over it
     in_layer = input_stage.GetRootLayer()
     work = Sdf.Layer.CreateAnonymous("assembled.usda")
     # An anonymous layer has no folder: it names the input by its identifier while in memory.
     work.subLayerPaths = [in_layer.identifier]
     copy_stage_metadata(in_layer, work)
     try:
-        stage = Usd.Stage.Open(work)
+        stage = compose(work)  # what is missing was reported by open_stage
     except Tf.ErrorException as exc:
         raise UsdphysError(f"{inp}: USD could not compose the stage ({tf_message(exc)})") from None
     stage.SetEditTarget(Usd.EditTarget(work))

@@ -304,7 +304,11 @@ def _usd_core_findings(stage: Usd.Stage) -> list[Finding]:
 def check_stage(stage: Usd.Stage, usd_core: bool = True) -> list[Finding]:
     """All findings for a stage: our rules, then usd-core's validators."""
     ensure_registered()
-    findings = _Checker(stage).run()
+    from usdphys.usd.stage import composition_problems
+
+    # Files the stage names but that are missing: what USD left out is not checked at all.
+    findings = [Finding("error", "/", "missing-file", problem) for problem in composition_problems(stage)]
+    findings.extend(_Checker(stage).run())
     if usd_core:
         findings.extend(_usd_core_findings(stage))
     return findings

@@ -56,3 +56,35 @@ def quat_to_gf(q: np.ndarray, cls=Gf.Quatd):
     """(x, y, z, w) -> a Gf quaternion of type cls (Gf.Quatd, Gf.Quatf, ...)."""
     x, y, z, w = (float(v) for v in q)
     return cls(w, x, y, z)
+
+
+def transform_fault(prim, time=None, ancestors: bool = True) -> str | None:
+    """Why a prim's transform is not usable, naming the xformOp, or None.
+
+    Looks at the prim and (ancestors=True) its ancestors, since a world transform is their
+    product: the first xformOp holding a NaN or an infinity (a float overflow of a huge
+    authored value included). USD itself turns some of these into a finite matrix (an
+    infinite quaternion normalises to a made-up rotation), so the ops are read, not the matrix.
+    """
+    from pxr import Sdf, Usd, UsdGeom
+
+    t = Usd.TimeCode.Default() if time is None else time
+    p = prim
+    while p and p.GetPath() != Sdf.Path.absoluteRootPath:
+        xf = UsdGeom.Xformable(p)
+        if xf:
+            for op in xf.GetOrderedXformOps():
+                value = op.Get(t)
+                if value is None:
+                    continue
+                try:
+                    numbers = np.asarray(value, dtype=np.float64)
+                except (TypeError, ValueError):
+                    numbers = np.array([float(x) for x in str(value).replace("(", " ").replace(")", " ")
+                                        .replace(",", " ").split()], dtype=np.float64)
+                if not np.all(np.isfinite(numbers)):
+                    return f"{p.GetPath()}.{op.GetOpName()} = {value}: expected finite numbers"
+        if not ancestors:
+            break
+        p = p.GetParent()
+    return None

@@ -72,14 +72,29 @@ def _load(stage: Usd.Stage):
 
 
 # ---------------------------------------------------------------------------- main
+# Stage unit metadata: every length, mass and time is multiplied by these, so a value far
+# outside this range turns into inf or 0 (powers of metersPerUnit included) rather than a unit.
+UNIT_SCALE_RANGE = (1e-12, 1e12)
+
+
+def _unit_scale(source: str, key: str, value) -> float:
+    v = float(value)
+    lo, hi = UNIT_SCALE_RANGE
+    if not (math.isfinite(v) and lo <= v <= hi):
+        raise UsdphysError(f"{source}: stage metadata {key} = {value:g}: expected a positive number "
+                           f"between {lo:g} and {hi:g}")
+    return v
+
+
 def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaults]:
     """Read a stage (or a file path) into a one-world Model plus the stage's defaults."""
     if not isinstance(stage, Usd.Stage):
         stage = open_stage(stage)
     source = stage.GetRootLayer().identifier
     warner = _Warner()
-    mpu = float(UsdGeom.GetStageMetersPerUnit(stage))
-    kpu = float(UsdPhysics.GetStageKilogramsPerUnit(stage))
+    mpu = _unit_scale(source, "metersPerUnit", UsdGeom.GetStageMetersPerUnit(stage))
+    kpu = _unit_scale(source, "kilogramsPerUnit", UsdPhysics.GetStageKilogramsPerUnit(stage))
+    _unit_scale(source, "timeCodesPerSecond", stage.GetTimeCodesPerSecond())
     try:
         parsed = _load(stage)
     except Exception as exc:

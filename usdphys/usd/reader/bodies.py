@@ -13,9 +13,10 @@ import math
 import numpy as np
 from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
 
+from usdphys.errors import UsdphysError
 from usdphys.math3d import matrix_to_quat, polar_rotation, quat_to_matrix, rigid_frame
 from usdphys.types.model import Model
-from usdphys.usd.gfconv import linear_and_translation, row_matrix, unit_quat_xyzw, vec3
+from usdphys.usd.gfconv import linear_and_translation, row_matrix, transform_fault, unit_quat_xyzw, vec3
 from usdphys.usd.reader.shapes import AXIS_INDEX
 
 DEG = math.pi / 180.0
@@ -50,14 +51,50 @@ def read_bodies(stage: Usd.Stage, rigid_bodies: list, shapes: dict, model: Model
         if d.kinematicBody and _has_animated_xform(prim):
             warner(p, "kinematic", "kinematic body: its animated transform is not followed yet; it moves "
                                    "with its initial velocity")
+        _check_body_values(p, mass=mass, moments=moments, pos=pos * mpu, rot=rot, lin_vel=lin_vel,
+                           ang_vel=ang_vel, com=com, axes=axes)
         index[str(p)] = model.add_body(str(p), mass, moments, pos * mpu, rot, lin_vel, ang_vel, com, axes,
                                        kinematic=bool(d.kinematicBody))
     return index, static_bodies
 
 
+# Where each value of a body comes from, for the message when it is not a usable number.
+_BODY_VALUE_SOURCES = {
+    "mass": "physics:mass (or its colliders' mass)",
+    "moments": "physics:diagonalInertia (or its colliders' inertia)",
+    "pos": "its transform (xformOp:*)",
+    "rot": "its transform (xformOp:*)",
+    "lin_vel": "physics:velocity",
+    "ang_vel": "physics:angularVelocity",
+    "com": "physics:centerOfMass (or its colliders' centre of mass)",
+    "axes": "physics:principalAxes",
+}
+
+
+def _check_body_values(path, **values) -> None:
+    """Every number of a body finite (float overflow of a huge authored value included), and
+    rotations with a direction: one error naming the prim and the attribute, before the
+    model turns a bad value into NaN poses or a bare ValueError."""
+    for name, value in values.items():
+        v = np.asarray(value, dtype=float)
+        bad = not np.all(np.isfinite(v))
+        if not bad and name in ("rot", "axes"):
+            bad = not np.linalg.norm(v) > 1e-12
+        if bad:
+            shown = ", ".join(f"{x:g}" for x in v.ravel())
+            raise UsdphysError(f"{path}: {_BODY_VALUE_SOURCES[name]} gives ({shown}); "
+                               "expected finite numbers" + (" and a non-zero rotation" if name in ("rot", "axes") else ""))
+
+
 def world_pose(cache: UsdGeom.XformCache, prim: Usd.Prim) -> tuple[np.ndarray, np.ndarray]:
     """(position in stage units, rotation xyzw) of a prim's world transform, scale removed."""
+    fault = transform_fault(prim)
+    if fault:
+        raise UsdphysError(fault)
     linear, pos = linear_and_translation(cache.GetLocalToWorldTransform(prim))
+    if not (np.all(np.isfinite(linear)) and np.all(np.isfinite(pos))):
+        raise UsdphysError(f"{prim.GetPath()}: its world transform overflows "
+                           "(xformOp values on it or its ancestors too large)")
     return pos, polar_rotation(linear)
 
 

@@ -17,7 +17,7 @@ from pxr import Usd, UsdPhysics
 from usdphys.errors import UsdphysError
 from usdphys.math3d import quat_mul, quat_rotate
 from usdphys.types.model import COMPOSITE_REVOLUTE_SPHERICAL, COMPOSITE_REVOLUTE_TRANSLATIONAL, Model
-from usdphys.usd.gfconv import unit_quat_xyzw, vec3
+from usdphys.usd.gfconv import quat_xyzw, unit_quat_xyzw, vec3
 from usdphys.usd.reader.shapes import AXIS_INDEX
 from usdphys.usd.tokens import Tokens
 
@@ -81,6 +81,13 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
     if kind in ("CustomJoint",):
         warner(path, "joint", f"custom joint type {tname or '?'} is not simulated; ignored")
         return
+    for i, (pos, rot) in enumerate(((d.localPose0Position, d.localPose0Orientation),
+                                    (d.localPose1Position, d.localPose1Orientation))):
+        # a NaN / inf (or a float overflow of a huge value) would reach the solver as a NaN state
+        if not np.all(np.isfinite(vec3(pos))):
+            raise UsdphysError(f"{path}: physics:localPos{i} = {tuple(pos)}: expected finite numbers")
+        if not np.all(np.isfinite(quat_xyzw(rot))):
+            raise UsdphysError(f"{path}: physics:localRot{i} = {rot}: expected finite numbers")
     b0, p0, r0 = _side(index, d.body0, vec3(d.localPose0Position), unit_quat_xyzw(d.localPose0Orientation), mpu)
     b1, p1, r1 = _side(index, d.body1, vec3(d.localPose1Position), unit_quat_xyzw(d.localPose1Orientation), mpu)
     if b0 < 0 and b1 < 0:
