@@ -11,6 +11,7 @@ usd-core's UsdPhysics parser does the first pass; each concept has its module:
 
 - usdphys.usd.reader.bodies: rigid bodies, pose, velocities, mass properties;
 - usdphys.usd.reader.joints: UsdPhysics and composite joints (limits, drives, frames);
+- usdphys.usd.reader.stacked: 1-DOF joints stacked on one body pair (MJCF) -> one joint;
 - usdphys.usd.reader.elements: force elements, loads, motors, bushings, NewtonJointAPI;
 - usdphys.usd.reader.shapes: collision shapes, materials, collision filtering.
 
@@ -32,6 +33,7 @@ from usdphys.types.model import Model
 from usdphys.usd.gfconv import vec3
 from usdphys.usd.reader.bodies import read_bodies, world_scale
 from usdphys.usd.reader.joints import read_joints
+from usdphys.usd.reader.stacked import merge_stacked_joints, remap_elements
 from usdphys.usd.tokens import Tokens
 
 STANDARD_GRAVITY = 9.81  # m/s^2, when no PhysicsScene (or no valid magnitude) is authored
@@ -117,7 +119,8 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
     shapes = {p: (name, d) for name, items in by_type.items() if name.endswith("Shape") for p, d in items}
     index, static_bodies = read_bodies(stage, by_type.get("RigidBody", []), shapes, model, mpu, kpu, warner)
     read_joints(stage, by_type, model, index, mpu, kpu, warner)
-    _read_elements(stage, model, index, static_bodies)
+    merged = merge_stacked_joints(stage, model)
+    _read_elements(stage, model, index, static_bodies, merged)
     _read_contact(stage, model, index, by_type)
     if model.body_count == 0:
         warn(f"{source}: no dynamic rigid body (UsdPhysics RigidBodyAPI) to simulate")
@@ -154,7 +157,7 @@ def _read_scene(stage: Usd.Stage, scenes: list, model: Model, defaults: StageDef
             setattr(defaults, field, float(val))
 
 
-def _read_elements(stage, model: Model, index: dict, static_bodies: set) -> None:
+def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged: dict) -> None:
     """Model.elements from usdphys.usd.reader.elements (SI, body PRIM frames); spring masses lumped."""
     from usdphys.usd.reader.elements import read_elements
 
@@ -166,8 +169,10 @@ def _read_elements(stage, model: Model, index: dict, static_bodies: set) -> None
         raise KeyError(path)
 
     joints = {p: j for j, p in enumerate(model.joint_paths)}
+    joints.update({p: j for p, (j, _, _) in merged.items()})  # stacked joints -> their merged joint
     elements = read_elements(stage, body_index, lambda p: joints.get(p, -1),
                              lambda p: world_scale(stage.GetPrimAtPath(p)))
+    remap_elements(elements, merged)
     sd = elements.spring_dampers
     for e in range(len(sd)):
         # Multibody.jl Spring(m, lengthFraction): lumped into the two ends (docs/forces.md)

@@ -1,0 +1,209 @@
+"""Stacked joints: several 1-DOF joints on one body pair read as ONE multi-DOF joint.
+
+MJCF gives a body several joints (hinges / slides) at once; mujoco-usd-converter writes each
+as its own 1-DOF PhysicsJoint on the same body pair and authors
+``newton:jointsAddMobility = 1`` on the articulation root (the joints' DOFs ADD, as in MuJoCo).
+Plain UsdPhysics makes every joint a constraint of its own, so such a stack welds the pair.
+
+With the flag (on the joints' articulation root, any ancestor of a joint or of its bodies, or the
+joint itself) the joints of one body pair become one generic joint whose free DOFs are the
+union, each keeping its limits and drive; NewtonJointAPI rows (armature, damping, friction) and
+motors of the stacked joints are moved onto the merged DOF by ``remap_elements``.
+
+Frame: MuJoCo composes a body's joints in their order (the first hinge's axis stays fixed in the
+parent, the last one's in the child). The merged joint's frame 0 takes the hinge axes in that
+order as its x, y, z: two hinges a, b -> x = a, y = b, z = a x b, the generic joint's Cardan row
+(rotZ locked) keeps x on body 0 perpendicular to y on body 1, exactly MuJoCo's universal joint;
+a third hinge must lie along +-z (with -z its coordinate, limits and drive change sign). Three
+hinges leave the rotation free (a ball): the motion is exact, the per-axis limits and drives use
+the solver's twist angles. Slides must come before every hinge (MuJoCo moves a slide's axis with
+the rotations applied before it) and lie along the frame's axes.
+
+A stack that does not fit (axes not orthogonal, hinges at different anchors, a slide after a
+hinge, two joints on one axis, other joint types) is left as UsdPhysics reads it, with one
+warning naming the joints and why: the pair stays welded where the joints' DOFs cannot add.
+Without the flag UsdPhysics semantics stay, with one warning naming the welded body pairs.
+"""
+from __future__ import annotations
+
+import numpy as np
+from pxr import Usd
+
+from usdphys.errors import warn
+from usdphys.math3d import matrix_to_quat, quat_rotate
+from usdphys.types.model import Model
+
+ADD_MOBILITY = "newton:jointsAddMobility"
+_ROT_TOKENS = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
+_PER_JOINT = ("joint_body0", "joint_body1", "joint_pos0", "joint_rot0", "joint_pos1", "joint_rot1",
+              "joint_locked", "joint_lower", "joint_upper", "joint_drive_stiffness", "joint_drive_damping",
+              "joint_drive_target_pos", "joint_drive_target_vel", "joint_drive_max_force", "joint_drive_accel",
+              "joint_dist_min", "joint_dist_max", "joint_is_distance", "joint_composite",
+              "joint_composite_distance")
+_ANCHOR_TOL = 1e-5  # m: the converter writes anchors as float32 (point3f)
+_AXIS_TOL = 1e-4  # |cos| between axes; float32 quaternions give ~1e-7
+
+
+def _flagged(stage: Usd.Stage, paths) -> bool:
+    for path in paths:
+        prim = stage.GetPrimAtPath(path) if path else None
+        while prim and prim.IsValid() and not prim.IsPseudoRoot():
+            attr = prim.GetAttribute(ADD_MOBILITY)
+            if attr and attr.HasAuthoredValue() and bool(attr.Get()):
+                return True
+            prim = prim.GetParent()
+    return False
+
+
+def _prim_order(stage: Usd.Stage) -> dict[str, int]:
+    """Joint prim paths in stage traversal order (siblings keep their authored order)."""
+    return {str(p.GetPath()): i for i, p in enumerate(Usd.PrimRange.Stage(stage, Usd.TraverseInstanceProxies()))}
+
+
+def _single_dof(model: Model, j: int):
+    """The one free DOF of a plain revolute / prismatic-like joint, else None."""
+    if model.joint_is_distance[j] or model.joint_composite[j]:
+        return None
+    free = np.flatnonzero(~model.joint_locked[j])
+    return int(free[0]) if len(free) == 1 else None
+
+
+def _fit(model: Model, js: list[int]):
+    """(rot0, rot1, [(joint, target dof, sign)]) for the merged frame, or a reason string."""
+    e = np.eye(3)
+    info = []
+    for j in js:
+        d = _single_dof(model, j)
+        if d is None:
+            return f"{model.joint_paths[j]} is not a 1-DOF joint"
+        a0 = quat_rotate(model.joint_rot0[j], e[d % 3])
+        a1 = quat_rotate(model.joint_rot1[j], e[d % 3])
+        info.append((j, d >= 3, a0, a1))
+    hinges = [it for it in info if it[1]]
+    if hinges:
+        first_hinge = next(i for i, it in enumerate(info) if it[1])
+        if any(not it[1] for it in info[first_hinge:]):
+            return "a slide follows a hinge (its axis turns with the hinge)"
+        h0 = hinges[0][0]
+        for j, *_ in hinges[1:]:
+            if (np.linalg.norm(model.joint_pos0[j] - model.joint_pos0[h0]) > _ANCHOR_TOL
+                    or np.linalg.norm(model.joint_pos1[j] - model.joint_pos1[h0]) > _ANCHOR_TOL):
+                return "the hinges have different anchors"
+    if len(hinges) > 3:
+        return "more than three hinges"
+    # frame axes: hinges in composition order, then slides' directions
+    dirs0, dirs1 = [], []
+    for _, _, a0, a1 in hinges + [it for it in info if not it[1]]:
+        if all(abs(abs(np.dot(a0, v)) - 1.0) > _AXIS_TOL for v in dirs0):
+            dirs0.append(a0)
+            dirs1.append(a1)
+    if len(dirs0) > 3:
+        return "more than three joint axes"
+    for i in range(len(dirs0)):
+        for k in range(i):
+            if abs(np.dot(dirs0[i], dirs0[k])) > _AXIS_TOL:
+                return "the joint axes are not orthogonal"
+
+    def frame(dirs):
+        x = dirs[0]
+        y = dirs[1] if len(dirs) > 1 else np.cross(x, e[int(np.argmin(np.abs(x)))])
+        y = y / np.linalg.norm(y)
+        return np.stack([x, y, np.cross(x, y)], axis=1)
+
+    R0, R1 = frame(dirs0), frame(dirs1)
+    out, used = [], set()
+    for j, is_rot, a0, a1 in info:
+        c0, c1 = R0.T @ a0, R1.T @ a1
+        ax = int(np.argmax(np.abs(c0)))
+        if int(np.argmax(np.abs(c1))) != ax or np.sign(c0[ax]) != np.sign(c1[ax]):
+            return f"{model.joint_paths[j]}'s two frames disagree"
+        dof = ax + (3 if is_rot else 0)
+        if dof in used:
+            return "two joints move along one axis"
+        used.add(dof)
+        out.append((j, dof, float(np.sign(c0[ax]))))
+    if len(hinges) == 2 and [d for _, d, _ in out if d >= 3] != [3, 4]:
+        return "internal: hinge order lost"
+    return matrix_to_quat(R0), matrix_to_quat(R1), out
+
+
+def merge_stacked_joints(stage: Usd.Stage, model: Model) -> dict[str, tuple[int, str, float]]:
+    """Merge flagged stacks in place; returns {stacked joint path: (merged joint index, DOF token,
+    sign)} for every joint that was merged (its elements are remapped with it)."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for j in range(model.joint_count):
+        b0, b1 = int(model.joint_body0[j]), int(model.joint_body1[j])
+        groups.setdefault((min(b0, b1), max(b0, b1)), []).append(j)
+    stacks = {k: v for k, v in groups.items() if len(v) > 1}
+    if not stacks:
+        return {}
+    order = _prim_order(stage)
+
+    def body_path(b):
+        return model.body_paths[b] if b >= 0 else ""
+
+    welded, merged, drop = [], {}, set()
+    for (ba, bb), js in sorted(stacks.items()):
+        js = sorted(js, key=lambda j: order.get(model.joint_paths[j], 1 << 30))
+        names = ", ".join(model.joint_paths[j] for j in js)
+        if not _flagged(stage, [model.joint_paths[j] for j in js] + [body_path(ba), body_path(bb)]):
+            welded.append(f"{body_path(ba) or 'world'} / {body_path(bb) or 'world'}")
+            continue
+        # all joints of the stack see the pair the same way round (body0 = parent)
+        j0 = js[0]
+        if any(int(model.joint_body0[j]) != int(model.joint_body0[j0]) for j in js):
+            warn(f"stacked joints {names}: body0 / body1 swapped between them; each constrains on its own")
+            continue
+        fit = _fit(model, js)
+        if isinstance(fit, str):
+            warn(f"stacked joints {names} ({ADD_MOBILITY}) cannot form one joint: {fit}; "
+                 "each constrains on its own (UsdPhysics semantics)")
+            continue
+        rot0, rot1, dofs = fit
+        h = next((j for j, d, _ in dofs if d >= 3), j0)  # the anchor: the hinges' common point
+        locked = np.ones(6, bool)
+        lower, upper = np.full(6, -np.inf), np.full(6, np.inf)
+        k, c, tp, tv = np.zeros(6), np.zeros(6), np.zeros(6), np.zeros(6)
+        fmax, accel = np.full(6, np.inf), np.zeros(6, bool)
+        for j, d, s in dofs:
+            src = _single_dof(model, j)
+            locked[d] = False
+            lo, hi = model.joint_lower[j, src], model.joint_upper[j, src]
+            lower[d], upper[d] = (lo, hi) if s > 0 else (-hi, -lo)
+            k[d], c[d] = model.joint_drive_stiffness[j, src], model.joint_drive_damping[j, src]
+            tp[d], tv[d] = s * model.joint_drive_target_pos[j, src], s * model.joint_drive_target_vel[j, src]
+            fmax[d], accel[d] = model.joint_drive_max_force[j, src], model.joint_drive_accel[j, src]
+        new = model.add_joint(model.joint_paths[j0], model.joint_body0[j0], model.joint_body1[j0],
+                              model.joint_pos0[h], rot0, model.joint_pos1[h], rot1, locked=locked,
+                              lower=lower, upper=upper, kind="generic", drive_stiffness=k, drive_damping=c,
+                              drive_target_pos=tp, drive_target_vel=tv, drive_max_force=fmax, drive_accel=accel)
+        for j, d, s in dofs:
+            merged[model.joint_paths[j]] = (new, _ROT_TOKENS[d], s)
+            drop.add(j)
+    if welded:
+        warn(f"joints stacked on one body pair weld it ({len(welded)} pair(s): {'; '.join(welded)}): each joint "
+             f"constrains on its own (UsdPhysics); author {ADD_MOBILITY} = 1 on the articulation root to add "
+             "their DOFs as MuJoCo does")
+    if drop:
+        keep = [j for j in range(model.joint_count) if j not in drop]
+        renumber = {old: i for i, old in enumerate(keep)}
+        for name in _PER_JOINT:
+            setattr(model, name, np.asarray(getattr(model, name))[keep])
+        model.joint_paths = [model.joint_paths[j] for j in keep]
+        model.joint_type = [model.joint_type[j] for j in keep]
+        merged = {p: (renumber[j], tok, s) for p, (j, tok, s) in merged.items()}
+    return merged
+
+
+def remap_elements(elements, merged: dict) -> None:
+    """Move motors and NewtonJointAPI rows of stacked joints onto their merged joint's DOF."""
+    if elements is None or not merged:
+        return
+    for table in (elements.motors, elements.joint_dofs):
+        for e, path in enumerate(table.joint_paths):
+            if path in merged and table.dof[e] in ("angle", "distance"):
+                j, tok, s = merged[path]
+                if s < 0 and table is elements.motors:
+                    warn(f"{table.paths[e]}: its DOF is reversed in the merged joint of {path}; "
+                         "the motor acts on the reversed coordinate")
+                table.dof[e] = tok
