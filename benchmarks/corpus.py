@@ -39,6 +39,7 @@ try:
     r = simulate(st, duration=1.0)
     out["finite"] = bool(np.all(np.isfinite(r.positions)) and np.all(np.isfinite(r.orientations)))
     out["residual"] = float(np.max(r.max_constraint_error)) if np.size(r.max_constraint_error) else 0.0
+    out["reduced"] = int(np.max(r.reduced_steps)) if r.reduced_steps is not None and np.size(r.reduced_steps) else 0
     out["bodies"] = len(r.body_paths)
     out["dt"] = r.dt
 except BaseException as e:  # noqa
@@ -185,11 +186,14 @@ def main(argv=None):
         lines += [f"MJCF: at most {a.mjcf_each} models per package (evenly spaced in name order).", ""]
     ok = sum(1 for r in rows if r["loaded"] and r["finite"] and not r["error"])
     lines += [f"{ok} of {len(rows)} stages ran 1 s and stayed finite.", "",
-              "| source | stage | loaded | finite | max residual | wall s | error |", "|---|---|---|---|---|---|---|"]
+              "| source | stage | loaded | finite | steps reduced | max residual | wall s | error |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         res = "-" if r["residual"] is None else f"{r['residual']:.2g}"
         e = (r["error"] or "").replace("|", "\\|")
-        lines.append(f"| {r['source']} | {r['stage']} | {yn(r['loaded'])} | {yn(r['finite'])} | {res} | {r['wall']:.1f} | {e} |")
+        red = "-" if r.get("reduced") is None else str(r["reduced"])
+        lines.append(f"| {r['source']} | {r['stage']} | {yn(r['loaded'])} | {yn(r['finite'])} | {red} | {res} | "
+                     f"{r['wall']:.1f} | {e} |")
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -68,9 +68,6 @@ MAX_POS = wp.constant(wp.float64(1.0e9))  # m
 # the step, and then the run stops naming time, row and residual (never committed silently).
 ACCEPT_FACTOR = wp.constant(wp.float64(1.0e3))
 MAX_HALVINGS = wp.constant(6)
-# A Newton update that does not shrink the residual is halved (backtracking), at most this many
-# times in a row: it stops the 2-cycles Newton falls into on kinked laws and thin-rod rows.
-MAX_BACKTRACK = wp.constant(4)
 
 
 # Kernel parameters come in groups (usdphys/solver/io.py builds them; docs/solver.md, "Host /
@@ -164,7 +161,6 @@ class Scratch:
     sshift: wp.array2d(dtype=wp.float64)
     sinv: wp.array2d(dtype=wp.float64)
     lam: wp.array2d(dtype=wp.float64)  # row impulses of this step (motor efforts are read from it)
-    dlam: wp.array2d(dtype=wp.float64)  # the last Newton update (halved when it overshoots)
     res: wp.array2d(dtype=wp.float64)
     act: wp.array2d(dtype=wp.int32)
     keep: wp.array2d(dtype=wp.int32)  # rows in the factorisation: active and independent
@@ -592,39 +588,24 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             dg.n_factor[w] = dg.n_factor[w] + 1
         prev = wp.float64(0.0)
         sc.rfresh[w] = 0
-        nback = int(0)
         for it in range(MAX_NEWTON):
             worst = residuals(m, es, sc, w, 0)
             if worst <= tol and it >= es.min_newton[w]:  # law rows: at least one update
                 sc.rfresh[w] = 1
                 sc.conv_err[w] = worst
                 break
-            if it > 0 and worst >= prev and sc.fage[w] == 0 and nback < MAX_BACKTRACK:
-                # the last update did not shrink the residual (far from the solution, or an
-                # ill-conditioned factor): take half of it back and look again
-                nback = nback + 1
-                for i in range(nr):
-                    if sc.act[w, i] == 1:
-                        half = wp.float64(0.5) * sc.dlam[w, i]
-                        sc.dlam[w, i] = half
-                        sc.lam[w, i] = sc.lam[w, i] - half
-                move_bodies(m, st, sc, w, h, assemble)
-                continue
             if sc.fage[w] > 0 and it > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
                 build_A(m, sc, w)
                 factor_rows(m, sc, w, nr)
                 sc.fage[w] = 0
                 dg.n_factor[w] = dg.n_factor[w] + 1
             prev = worst
-            nback = 0
             dg.n_updates[w] = dg.n_updates[w] + 1
             for i in range(nr):
                 sc.res[w, i] = -sc.res[w, i] / h
             ldl_solve(sc.Lf, sc.D, m.row_first, sc.res, w, nr)
             for i in range(nr):
-                sc.dlam[w, i] = wp.float64(0.0)
                 if sc.act[w, i] == 1:
-                    sc.dlam[w, i] = sc.res[w, i]
                     sc.lam[w, i] = sc.lam[w, i] + sc.res[w, i]
             move_bodies(m, st, sc, w, h, assemble)
         changed = int(0)
