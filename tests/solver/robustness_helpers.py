@@ -382,7 +382,9 @@ def planar_reference(mech, duration):
     ts = np.linspace(0, duration, 101)
     try:
         sol = solve_ivp(rhs, (0, duration), y0, method="DOP853", rtol=1e-12, atol=1e-12, t_eval=ts)
-    except (FloatingPointError, np.linalg.LinAlgError):
+    except (FloatingPointError, np.linalg.LinAlgError, ValueError):
+        # ValueError: the DAE's multipliers blew up to inf at a singular configuration (a
+        # parallelogram through its flat pose) and math.cos(inf) refused: the oracle has no answer
         return None, 0.0
     if not sol.success:
         return None, 0.0
