@@ -16,6 +16,7 @@ from pxr import Usd
 
 import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from usdphys.errors import UsdphysError
+from usdphys.usd import articulation
 from usdphys.usd.stage import check_output_path, export_stage_atomic
 
 from . import bodies, joints, loads, motors, scene, simulation, springs
@@ -31,7 +32,10 @@ def convert(path: str | os.PathLike, warnings: list | None = None) -> Usd.Stage:
     `usdphys` logger and, when a list is given, are appended to it as well.
     """
     st = ConversionState(warnings=warnings if warnings is not None else [])
-    return _run(st, Path(path))
+    stage = _run(st, Path(path))
+    # Tree markup for importers that need articulations (Newton); our reader ignores it.
+    articulation.author(stage)
+    return stage
 
 
 def convert_file(input_path: str | os.PathLike, output_path: str | os.PathLike,

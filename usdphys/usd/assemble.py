@@ -34,6 +34,7 @@ from pxr import Gf, Sdf, Tf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
 from usdphys.math3d import polar_matrix, quat_from_matrix, quat_normalized, quat_to_matrix
+from usdphys.usd import articulation
 from usdphys.usd.gfconv import matrix_from_gf, matrix_to_gf, quat_to_gf, quat_xyzw, transform_fault
 from usdphys.usd.stage import compose, copy_stage_metadata, new_layer_over, open_stage, tf_message
 from usdphys.usd.tokens import Tokens
@@ -703,7 +704,8 @@ def assemble_to_layer(input_path: str | os.PathLike, output_path: str | os.PathL
     The layer sublayers the input (by a path relative to output_path's folder), repeats the
     input's stage metadata and holds only what SNAP authored: xformOps of the bodies /
     systems it placed or forced to the identity, and localPos / localRot of joints that use
-    mate connectors. Nothing is written; the input never is. Check `report.complete`.
+    mate connectors; plus the articulation markup Newton's importer needs
+    (usdphys.usd.articulation). Nothing is written; the input never is. Check `report.complete`.
     A missing sublayer, reference, payload or asset is an error unless allow_missing.
     """
     inp = Path(input_path)
@@ -719,6 +721,8 @@ def assemble_to_layer(input_path: str | os.PathLike, output_path: str | os.PathL
         raise UsdphysError(f"{inp}: USD could not compose the stage ({tf_message(exc)})") from None
     stage.SetEditTarget(Usd.EditTarget(work))
     report = assemble(stage)
+    # Tree markup for importers that need articulations (Newton); our reader ignores it.
+    articulation.author(stage)
 
     final = new_layer_over(inp, output_path, "assembled.usda")
     sublayers = list(final.subLayerPaths)

@@ -62,6 +62,31 @@ def valid_dofs_for_joint(prim: Usd.Prim) -> tuple[str, ...]:
     return _DOFS_BY_JOINT_TYPE.get(prim.GetTypeName(), LIMIT_DOFS)
 
 
+def has_newton_joint_api(prim: Usd.Prim) -> bool:
+    """NewtonJointAPI is applied, whichever definition (ours, newton-usd-schemas', none) this
+    process registered: the authored apiSchemas list counts too."""
+    if NEWTON_API in prim.GetAppliedSchemas():
+        return True
+    listop = prim.GetMetadata("apiSchemas")
+    return bool(listop) and NEWTON_API in listop.ApplyOperations([])
+
+
+def newton_joint_form(prim: Usd.Prim) -> str | None:
+    """The NewtonJointAPI form a joint's authored data uses: "per-DOF" (newton:dofs and
+    float[] values), "scalar" (float values, newton:friction / newton:damping), or None."""
+    def authored(name):
+        attr = prim.GetAttribute(name)
+        return attr.Get() if attr and attr.HasAuthoredValue() else None
+    if any(authored(n) is not None for n in (NEWTON_FRICTION, NEWTON_DAMPING)):
+        return "scalar"
+    values = [authored(n) for n in NEWTON_ARRAYS]
+    if any(isinstance(v, (int, float)) for v in values):
+        return "scalar"
+    if authored(NEWTON_DOFS) is not None or any(v is not None for v in values):
+        return "per-DOF"
+    return None
+
+
 def _is_body(prim: Usd.Prim) -> bool:
     return prim.HasAPI(UsdPhysics.RigidBodyAPI)
 
@@ -101,10 +126,15 @@ class _Checker:
             self.error(path, "newton-apply-target", f"{NEWTON_API} is applied to a {prim.GetTypeName() or 'typeless'} prim; it applies only to PhysicsJoint prims")
             return
         # The newton-usd-schemas form authors plain floats (and friction/damping names).
-        scalar = [a for a in (NEWTON_FRICTION, NEWTON_DAMPING) if prim.GetAttribute(a).HasAuthoredValue()]
-        scalar += [a for a in NEWTON_ARRAYS if isinstance(prim.GetAttribute(a).Get(), (int, float))]
+        def authored(name):
+            attr = prim.GetAttribute(name)
+            return attr.Get() if attr and attr.HasAuthoredValue() else None
+        scalar = [a for a in (NEWTON_FRICTION, NEWTON_DAMPING) if authored(a) is not None]
+        scalar += [a for a in NEWTON_ARRAYS if isinstance(authored(a), (int, float))]
         if scalar:
-            self.warning(path, "newton-scalar-form", f"scalar NewtonJointAPI attributes {', '.join(scalar)} (newton-usd-schemas form): read as broadcast to every DOF; the per-DOF form is newton:dofs + arrays")
+            self.warning(path, "newton-scalar-form", f"scalar NewtonJointAPI attributes {', '.join(scalar)} (newton-usd-schemas form): Newton reads them; usdphys reads them as broadcast to every DOF; the per-DOF form is newton:dofs + arrays")
+        elif newton_joint_form(prim) == "per-DOF":
+            self.warning(path, "newton-per-dof-form", "per-DOF NewtonJointAPI data (newton:dofs + float[] arrays): usdphys reads it; Newton's importer (the scalar NewtonJointAPI of newton-usd-schemas) does not, so these values are lost in Newton")
         dofs_attr = prim.GetAttribute(NEWTON_DOFS)
         dofs = list(dofs_attr.Get() or []) if dofs_attr else []
         allowed = valid_dofs_for_joint(prim)
@@ -118,7 +148,7 @@ class _Checker:
                 self.error(path, "newton-invalid-dof", f"{NEWTON_DOFS} token '{token}' is not a DOF of a {prim.GetTypeName()}; expected one of: {expected}")
         values = {}
         for name in NEWTON_ARRAYS:
-            value = prim.GetAttribute(name).Get()
+            value = authored(name)
             if value is None or isinstance(value, (int, float)):  # unauthored, or scalar form
                 continue
             vals = list(value)
@@ -267,13 +297,23 @@ class _Checker:
 
     def run(self) -> list[Finding]:
         for prim in self.stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimAllPrimsPredicate)):
-            if NEWTON_API in prim.GetAppliedSchemas():
+            if has_newton_joint_api(prim):
                 self.newton_joint(prim)
             self.api_targets(prim)
             self.allowed_tokens(prim)
             self.relationships(prim)
             self.element(prim)
+        self.articulations()
         return self.findings
+
+    def articulations(self) -> None:
+        """Newton's importer refuses joints outside every articulation; say so here."""
+        from usdphys.usd.articulation import orphan_joints
+
+        orphans = orphan_joints(self.stage)
+        if orphans:
+            shown = ", ".join(orphans[:5]) + (f" and {len(orphans) - 5} more" if len(orphans) > 5 else "")
+            self.warning("/", "newton-orphan-joints", f"{len(orphans)} joint(s) belong to no articulation ({shown}): Newton's importer refuses this stage; add PhysicsArticulationRootAPI on each tree's root body and physics:excludeFromArticulation = true on loop-closing joints (`usdphys convert` and `assemble` author both)")
 
 
 def _usd_core_findings(stage: Usd.Stage) -> list[Finding]:

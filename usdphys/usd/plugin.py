@@ -4,7 +4,14 @@ USD builds its schema registry once, the first time anything asks for a prim def
 (creating or opening a stage does). Plugins registered after that are not seen, and the
 registry cannot be rebuilt in-process. So `import usdphys.usd` registers the plugin at once,
 and every entry point calls `ensure_registered()`, which says what to do when the
-registry was built too early or when a clashing schema package is loaded.
+registry was built too early.
+
+USD holds one schema per identifier per process, and newton-usd-schemas (>= 0.4) defines a
+SCALAR `NewtonJointAPI` while ours is per-DOF. So usdphys lives beside it: where another
+plugin already claims `NewtonJointAPI`, we register plugin/without_newton_joint/ (every Mbd*
+schema, no NewtonJointAPI) and read NewtonJointAPI data from the authored attributes by
+value type (float[] per-DOF, float scalar); otherwise the full plugin/ registers. If
+newton-usd-schemas is registered after us, USD refuses its NewtonJointAPI; we keep working.
 """
 from __future__ import annotations
 
@@ -15,8 +22,9 @@ from pxr import Plug, Usd
 from usdphys.usd.tokens import Tokens
 
 PLUGIN_NAME = "usdphys"
-# Our schema identifiers that another package could also claim.
+# Our schema identifier that another package also claims (newton-usd-schemas).
 CLASHING_IDENTIFIER = Tokens.NewtonJointAPI
+WITHOUT_NEWTON_JOINT = "without_newton_joint"
 _PROBE_TYPE = Tokens.MbdSpringDamper  # any concrete type of ours: present iff the registry saw us
 
 
@@ -49,18 +57,18 @@ def _foreign_claims(identifier: str) -> list[str]:
     return claims
 
 
-def _clash_message(claims: list[str]) -> str:
-    return (
-        "usdphys cannot register its schemas: another schema plugin also defines "
-        f"'{CLASHING_IDENTIFIER}': {', '.join(claims)}.\n"
-        "That is the PyPI package newton-usd-schemas (>= 0.4), whose NewtonJointAPI is SCALAR "
-        "(float newton:armature, newton:friction, newton:damping, broadcast to all DOFs); "
-        "usdphys implements the per-DOF proposal (token[] newton:dofs with float[] "
-        "newton:armature, newton:staticFrictionEffort, newton:dynamicFrictionEffort, "
-        "newton:viscousDamping). USD can hold only one definition per process: do not import "
-        "newton_usd_schemas (or put its plugin on PXR_PLUGINPATH_NAME) in a process that uses "
-        "usdphys. usdphys still reads the scalar form from stages that carry it."
-    )
+def plugin_path_without_newton_joint() -> Path:
+    """The same plugin without our NewtonJointAPI: for processes that use newton-usd-schemas."""
+    return plugin_path() / WITHOUT_NEWTON_JOINT
+
+
+def newton_joint_form() -> str | None:
+    """Which NewtonJointAPI this process's schema registry holds: "per-DOF" (ours),
+    "scalar" (newton-usd-schemas), or None."""
+    definition = Usd.SchemaRegistry().FindAppliedAPIPrimDefinition(CLASHING_IDENTIFIER)
+    if definition is None:
+        return None
+    return "per-DOF" if definition.GetAttributeDefinition(Tokens.newtonDofs) else "scalar"
 
 
 def _registry_sees_us() -> bool:
@@ -68,25 +76,24 @@ def _registry_sees_us() -> bool:
 
 
 def register() -> Path:
-    """Register the plugin once; raise SchemaRegistrationError with a remedy on failure."""
-    claims = _foreign_claims(CLASHING_IDENTIFIER)
-    if claims:  # check before registering: never leave a half-registered state
-        raise SchemaRegistrationError(_clash_message(claims))
-    path = plugin_path()
-    Plug.Registry().RegisterPlugins([str(path)])
+    """Register the plugin once (the variant without NewtonJointAPI where another plugin
+    claims it); raise SchemaRegistrationError with a remedy on failure."""
+    if Plug.Registry().GetPluginWithName(PLUGIN_NAME) is None:
+        path = plugin_path_without_newton_joint() if _foreign_claims(CLASHING_IDENTIFIER) else plugin_path()
+        Plug.Registry().RegisterPlugins([str(path)])
     ensure_registered()
-    return path
+    return Path(Plug.Registry().GetPluginWithName(PLUGIN_NAME).resourcePath)
 
 
 def ensure_registered() -> None:
-    """Fail with a clear remedy unless USD's schema registry holds our schemas, unclashed."""
-    claims = _foreign_claims(CLASHING_IDENTIFIER)
-    if claims:
-        raise SchemaRegistrationError(_clash_message(claims))
+    """Fail with a clear remedy unless USD's schema registry holds our Mbd* schemas."""
     if not _registry_sees_us():
+        beside_newton = bool(_foreign_claims(CLASHING_IDENTIFIER))
+        folder = plugin_path_without_newton_joint() if beside_newton else plugin_path()
         raise SchemaRegistrationError(
             "USD's schema registry was built before the usdphys schemas were registered "
             "(something created or opened a USD stage before `import usdphys.usd`), and USD "
             "cannot rebuild it in a running process. Import usdphys.usd before using pxr.Usd, "
-            f"or start Python with PXR_PLUGINPATH_NAME={plugin_path()}"
+            f"or start Python with PXR_PLUGINPATH_NAME={folder}"
+            + (" (the folder without our NewtonJointAPI: newton-usd-schemas is registered)" if beside_newton else "")
         )

@@ -19,7 +19,13 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_SOURCE = REPO_ROOT / "schemas" / "schema.usda"
 PLUGIN_DIR = REPO_ROOT / "plugin"
-GENERATED_FILES = ("plugInfo.json", "generatedSchema.usda")
+# plugin/ has every schema (the usdview folder); plugin/without_newton_joint/ has all but our
+# NewtonJointAPI, for processes where newton-usd-schemas' scalar NewtonJointAPI is registered
+# (USD holds one schema per identifier per process). Paths relative to the output folder.
+WITHOUT_NEWTON_JOINT = "without_newton_joint"
+_BASE_FILES = ("plugInfo.json", "generatedSchema.usda")
+GENERATED_FILES = _BASE_FILES + tuple(f"{WITHOUT_NEWTON_JOINT}/{n}" for n in _BASE_FILES)
+NEWTON_JOINT_API = "NewtonJointAPI"
 TOKENS_MODULE = REPO_ROOT / "usdphys" / "usd" / "tokens.py"
 
 # Codeless plugin: no library to load; resources sit next to plugInfo.json.
@@ -31,7 +37,23 @@ _PLACEHOLDERS = {
 
 
 def generate(out_dir: Path, schema: Path = SCHEMA_SOURCE) -> list[Path]:
-    """Generate plugInfo.json and generatedSchema.usda into out_dir; return their paths."""
+    """Generate plugInfo.json and generatedSchema.usda into out_dir, and the same without
+    NewtonJointAPI into out_dir/without_newton_joint; return their paths."""
+    from pxr import Sdf
+
+    written = _generate_one(Path(out_dir), schema)
+    with tempfile.TemporaryDirectory() as tmp:
+        layer = Sdf.Layer.FindOrOpen(str(schema))
+        filtered = Sdf.Layer.CreateAnonymous(".usda")
+        filtered.TransferContent(layer)
+        del filtered.rootPrims[NEWTON_JOINT_API]
+        source = Path(tmp) / "schema.usda"
+        filtered.Export(str(source))
+        written += _generate_one(Path(out_dir) / WITHOUT_NEWTON_JOINT, source)
+    return written
+
+
+def _generate_one(out_dir: Path, schema: Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -43,7 +65,7 @@ def generate(out_dir: Path, schema: Path = SCHEMA_SOURCE) -> list[Path]:
                 f"{proc.stdout}\n{proc.stderr}"
             )
         written = []
-        for name in GENERATED_FILES:
+        for name in _BASE_FILES:
             text = (Path(tmp) / name).read_text()
             for key, value in _PLACEHOLDERS.items():
                 text = text.replace(key, value)

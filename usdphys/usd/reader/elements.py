@@ -39,7 +39,7 @@ from usdphys.types.elements import (
 from usdphys.types.laws import ScalarLaw, pack_laws
 from usdphys.types.timefunc import TimeFunction, TimeFunctionTable
 from usdphys.math3d import quat_mul, quat_rotate
-from usdphys.usd.check import LIMIT_DOFS, NEWTON_DAMPING, NEWTON_FRICTION, valid_dofs_for_joint
+from usdphys.usd.check import LIMIT_DOFS, NEWTON_DAMPING, NEWTON_FRICTION, has_newton_joint_api, valid_dofs_for_joint
 from usdphys.usd.gfconv import quat_xyzw, vec3
 from usdphys.usd.tokens import Tokens
 
@@ -515,7 +515,9 @@ class _Reader:
         path = str(prim.GetPath())
         jidx = self.joint(path)
         names = (Tokens.newtonArmature, Tokens.newtonStaticFrictionEffort, Tokens.newtonDynamicFrictionEffort, Tokens.newtonViscousDamping)
-        raw = {n: (prim.GetAttribute(n).Get() if prim.GetAttribute(n) else None) for n in names}
+        # Authored values only: under newton-usd-schemas' definition an unauthored
+        # newton:armature has a float fallback, which must not read as the scalar form.
+        raw = {n: (prim.GetAttribute(n).Get() if prim.GetAttribute(n).HasAuthoredValue() else None) for n in names}
         scalar_names = [n for n in names if isinstance(raw[n], (int, float))]
         extra = {n: prim.GetAttribute(n) for n in (NEWTON_FRICTION, NEWTON_DAMPING)}
         scalar_names += [n for n, a in extra.items() if a and a.HasAuthoredValue()]
@@ -600,7 +602,7 @@ def read_elements(
         applied = prim.GetAppliedSchemas()
         if Tokens.MbdBushingAPI in applied:
             bushing_joints.append(prim)
-        if Tokens.NewtonJointAPI in applied or (prim.IsA(UsdPhysics.Joint) and any(
+        if has_newton_joint_api(prim) or (prim.IsA(UsdPhysics.Joint) and any(
                 prim.GetAttribute(n) and prim.GetAttribute(n).HasAuthoredValue() for n in _SCALAR_NEWTON)):
             newton_joints.append(prim)  # scalar newton-usd-schemas attributes count without the API too
     spring_dampers = reader.spring_dampers(by_type[Tokens.MbdSpringDamper])
