@@ -43,7 +43,7 @@ from usdphys.errors import UsdphysError, warn
 from usdphys.types.laws import LINE_EPS, PackedLaws
 from usdphys.solver.laws import spring_damper_law
 from usdphys.types.model import MODE_EQUAL, MODE_FRICTION, MODE_LAW, MODE_LOWER, MODE_UPPER, ROW_DIST, ROW_LIN, ROW_PERP, ROW_TWIST, Model, RowTable
-from usdphys.math3d import quat_conj
+from usdphys.math3d import quat_between, quat_conj
 from usdphys.types.timefunc import PackedTimeFunctions
 from usdphys.solver.timefunc import eval_time_function
 
@@ -265,6 +265,8 @@ _COLS = ("source", "kind", "axis", "mode", "value", "b0", "b1", "p0", "q0", "p1"
          "target_vel", "max_force", "accel")
 _EXTRA = ("law", "lawidx", "preload", "fn", "motor", "fstatic", "fdynamic", "couple")
 _IDENT = np.array([0.0, 0.0, 0.0, 1.0])
+_X_AXIS = np.array([1.0, 0.0, 0.0])
+_Z_AXIS = np.array([0.0, 0.0, 1.0])  # half a turn about Z takes +X to -X
 
 
 @dataclass
@@ -320,17 +322,6 @@ class _Rows:
                      target_vel=col("target_vel"), max_force=col("max_force"), accel=col("accel", np.int32))
         extra = {c: col(c, np.int32 if c in ("law", "lawidx", "fn", "motor", "couple") else float) for c in _EXTRA}
         return t, [it["name"] for it in self.items], extra
-
-
-def _quat_x_to(a: np.ndarray) -> np.ndarray:
-    """xyzw rotation taking +X to the unit vector a."""
-    x = np.array([1.0, 0.0, 0.0])
-    c = float(np.dot(x, a))
-    if c < -1.0 + 1e-12:
-        return np.array([0.0, 0.0, 1.0, 0.0])  # 180 degrees about Z
-    axis = np.cross(x, a)
-    q = np.array([axis[0], axis[1], axis[2], 1.0 + c])
-    return q / np.linalg.norm(q)
 
 
 def _merge_laws(parts: list[PackedLaws]) -> tuple[PackedLaws, list[int]]:
@@ -453,7 +444,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         b0, b1 = int(ax.body0[e]), int(ax.body1[e])
         if not ax.active[e] or (b0 < 0 and b1 < 0):
             continue
-        p0, q0 = model.frame_in_com(b0, ax.local_pos0[e], _quat_x_to(np.asarray(ax.axis[e], float)))
+        p0, q0 = model.frame_in_com(b0, ax.local_pos0[e], quat_between(_X_AXIS, np.asarray(ax.axis[e], float), half_turn_axis=_Z_AXIS))
         p1, _ = model.frame_in_com(b1, ax.local_pos1[e], _IDENT)
         rl.add(ax.paths[e], ROW_LIN, 0, MODE_LAW, b0, b1, p0, q0, p1, _IDENT, ax.offset[e], ax.stiffness[e],
                ax.damping[e], ax.velocity_offset[e], law=LAW_AXIAL if user else LAW_LINEAR, preload=-ax.force[e])

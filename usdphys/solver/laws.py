@@ -5,19 +5,7 @@ stage units and degrees). The solver calls these ``@wp.func``s from its own kern
 compare them with NumPy references of their own (tests/reference/laws.py).
 Signs and laws follow docs/schemas.md; docs/forces.md explains them and the integration plan.
 
-Packed scalar law (MbdSpringDamper and MbdRotationalSpringDamper share it; ``pack_laws``):
-
-    law_i int32   (n, 7)  [spring_off, spring_n, damp_off, damp_n, map_off, map_nx, map_ny]
-    law_f float64 (n, 4)  [k, c, x0, preload]
-    data  float64 (m,)    shared buffer (>= 1 element)
-
-  spring curve K: spring_n (x, y) pairs interleaved at data[spring_off:] (x = x - x0)
-  damping curve C: damp_n (xdot, y) pairs at data[damp_off:]
-  map F(x, xdot): data[map_off : +nx] deformation (= x itself, x0 unused), then ny
-      velocities, then ny * nx values row-major per velocity (row j = velocity j).
-  f = preload - S - D with S = K(x - x0) if spring_n > 0 else k (x - x0),
-                           D = C(xdot)    if damp_n > 0   else c xdot;
-  map_nx > 0: f = preload - F(x, xdot) (replaces both).
+The packed scalar law table (``law_i``, ``law_f``, ``data``) is laid out in usdphys.types.laws.
 
 Warp functions (all float64; vec3d / quatd):
 

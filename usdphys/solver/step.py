@@ -67,6 +67,10 @@ MAX_POS = wp.constant(wp.float64(1.0e9))  # m
 # iterations is not committed: it is retried as two half steps, down to 1/2^MAX_HALVINGS of
 # the step, and then the run stops naming time, row and residual (never committed silently).
 ACCEPT_FACTOR = wp.constant(wp.float64(1.0e3))
+# Rows dropped as dependent cannot be moved by Newton: an input whose redundant joints disagree
+# by less than this (m or rad; the same bound under which assembly calls joint frames coincident)
+# runs, and the disagreement shows in the reported joint error; more than this stops the run.
+DEPENDENT_TOL = wp.constant(wp.float64(1.0e-6))
 MAX_HALVINGS = wp.constant(6)
 
 
@@ -305,7 +309,12 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
 
 @wp.func
 def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: int) -> wp.float64:
-    """Residual of every active row at the moved poses (into sc.res); returns max |res|."""
+    """Residual of every active row at the moved poses (into sc.res); returns the largest.
+
+    only_hard = 0 (the Newton test): rows the factorisation dropped as dependent do not count.
+    Newton cannot move them; a consistent one follows the rows it depends on, an inconsistent
+    one (joints that disagree, e.g. by 1e-7 m) is a property of the model, not a step that did
+    not converge: it shows in the hard-row error the run reports (only_hard = 1)."""
     worst = wp.float64(0.0)
     for i in range(m.n_rows):
         a = sc.act[w, i]
@@ -339,7 +348,8 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
         sc.res[w, i] = r
         if err < wp.float64(0.0):
             err = wp.abs(r)
-        worst = wp.max(worst, err)
+        if only_hard != 0 or sc.keep[w, i] != 0:
+            worst = wp.max(worst, err)
     return worst
 
 
@@ -641,6 +651,8 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
         sc.rfresh[w] = 1
     for i in range(nr):
         mode = m.row_mode[i]
+        if sc.act[w, i] == 1 and sc.keep[w, i] == 0 and wp.abs(sc.res[w, i]) > DEPENDENT_TOL:
+            err = wp.max(err, wp.abs(sc.res[w, i]))  # dependent and inconsistent beyond the input's accuracy
         if (mode == MODE_LOWER or mode == MODE_UPPER) and sc.act[w, i] == 0:
             r = inequality_residual(m, es, sc, w, i)
             if r < wp.float64(0.0):
