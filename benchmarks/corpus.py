@@ -185,12 +185,35 @@ def main(argv=None):
     if a.mjcf_each:
         lines += [f"MJCF: at most {a.mjcf_each} models per package (evenly spaced in name order).", ""]
     ok = sum(1 for r in rows if r["loaded"] and r["finite"] and not r["error"])
-    lines += [f"{ok} of {len(rows)} stages ran 1 s and stayed finite.", "",
+
+    def outcome(r):
+        e = r["error"] or ""
+        if not e:
+            return "ran 1 s, finite" if r["finite"] else "not finite"
+        if "nothing to simulate" in e:
+            return "nothing to simulate (no rigid bodies): one line"
+        if "did not converge" in e:
+            return "stopped: a step did not converge even at dt/64 (one line naming time, joint, residual)"
+        if "blew up" in e:
+            return "blew up (one line)"
+        if e.startswith("UsdphysError"):
+            return "refused: unsupported or invalid input (one line)"
+        if e.startswith("timeout"):
+            return "timeout (hang or too slow)"
+        if e.startswith("conversion failed"):
+            return "MJCF conversion failed (not a usdphys run)"
+        return "other error (a defect)"
+    counts: dict = {}
+    for r in rows:
+        counts[outcome(r)] = counts.get(outcome(r), 0) + 1
+    lines += [f"{ok} of {len(rows)} stages ran 1 s and stayed finite.", ""]
+    lines += ["| outcome | stages |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])]
+    lines += ["",
               "| source | stage | loaded | finite | steps reduced | max residual | wall s | error |",
               "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         res = "-" if r["residual"] is None else f"{r['residual']:.2g}"
-        e = (r["error"] or "").replace("|", "\\|")
+        e = (r["error"] or "").replace(str(cache), "<cache>").replace("|", "\\|")
         red = "-" if r.get("reduced") is None else str(r["reduced"])
         lines.append(f"| {r['source']} | {r['stage']} | {yn(r['loaded'])} | {yn(r['finite'])} | {red} | {res} | "
                      f"{r['wall']:.1f} | {e} |")
