@@ -201,11 +201,16 @@ class Solver:
             row = int(self.dg.fail_row.numpy()[w])
             err = float(self.dg.fail_err.numpy()[w])
             t = float(self.dg.fail_time.numpy()[w])
+            what = (f"the motion became non-finite (an impulse overflowed) near {self._row_source(row)}"
+                    if not np.isfinite(err) or err >= 1e299 else
+                    f"{self._row_source(row)} is still off by {err:.3g} m or rad "
+                    f"(tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g})")
+            contact = ("; colliders that overlap at the start push against the joints: filter them "
+                       "(physics:filteredPairs, collision groups, physics:collisionEnabled)") if self.cm.n_pairs else ""
             raise UsdphysError(
                 f"the step at t = {t:.6g} s{world} did not converge, even reduced to dt/{2 ** K.MAX_HALVINGS}: "
-                f"{self._row_source(row)} is still off by {err:.3g} m or rad "
-                f"(tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g}). Check that the joints can all hold at once "
-                "(consistent frames, limits that leave room), or try a smaller --dt."
+                f"{what}. Check that the joints can all hold at once (consistent frames, limits that leave "
+                f"room){contact}; or try a smaller --dt."
             )
         body = int(self.dg.fail_body.numpy()[w])
         step = int(self.dg.fail_step.numpy()[w])

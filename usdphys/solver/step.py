@@ -811,9 +811,20 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                           sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
             contact_kick(cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
             solve_rows(m, st, es, sc, dg, w, h, tol, 0)
-    if assemble == 0 and sc.conv_err[w] > ACCEPT_FACTOR * tol:
-        sc.fage[w] = -1  # the next try factorises afresh
-        return 0
+    if assemble == 0:
+        ok = sc.conv_err[w] <= ACCEPT_FACTOR * tol  # false for NaN too
+        if ok:
+            # a state that went non-finite anywhere (an impulse overflowed) is a step that did
+            # not converge either: retried smaller, never committed
+            total = wp.float64(0.0)
+            for b in range(nb):
+                total = total + wp.dot(sc.pos1[w, b], sc.pos1[w, b]) + wp.dot(sc.vel1[w, b], sc.vel1[w, b])
+                total = total + wp.dot(sc.omega1[w, b], sc.omega1[w, b])
+            ok = wp.isfinite(total)
+        if not ok:
+            sc.conv_err[w] = wp.float64(1.0e300)
+            sc.fage[w] = -1  # the next try factorises afresh
+            return 0
     if assemble == 0:
         if m.has_elements != 0:
             end_elements(m, es, sc, w, h)
