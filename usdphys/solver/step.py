@@ -59,6 +59,8 @@ MAX_NEWTON = wp.constant(12)  # Newton iterations per pass
 # g(x+) and the 1e-12 stopping test are this step's, so the converged step is the same.
 REFACTOR_EVERY = wp.constant(8)
 REFACTOR_RATE = wp.constant(wp.float64(0.1))
+# factorisations that may reuse one rank decision (factor_rows) while the active set is unchanged
+RANK_EVERY = wp.constant(8)
 # Blow-up guards (SI): beyond these the run is stopped with an error naming body and time.
 MAX_SPEED = wp.constant(wp.float64(1.0e5))  # m/s, far above any multibody machine
 MAX_SPIN = wp.constant(wp.float64(1.0e6))  # rad/s
@@ -168,6 +170,11 @@ class Scratch:
     res: wp.array2d(dtype=wp.float64)
     act: wp.array2d(dtype=wp.int32)
     keep: wp.array2d(dtype=wp.int32)  # rows in the factorisation: active and independent
+    # the last rank decision (factor_rows): rows found independent, the hard active set it was
+    # made for, and how many factorisations have reused it (-1: none valid)
+    rank_indep: wp.array2d(dtype=wp.int32)
+    rank_hard: wp.array2d(dtype=wp.int32)
+    rank_age: wp.array(dtype=wp.int32)
     A: wp.array3d(dtype=wp.float64)
     Lf: wp.array3d(dtype=wp.float64)
     D: wp.array2d(dtype=wp.float64)
@@ -508,13 +515,37 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
     """Factorise the active rows: first decide which hard rows are dependent on earlier ones
     from the mass-free matrix G S G^T (S: unit mass, angular DOFs weighted 1/L^2 with L the
     model's lever-arm length), factorised in place in Lf; then factorise A = G M^-1 G^T (plus
-    the drives' compliance) over the rows kept. Compliant rows (sdiag > 0) never depend."""
+    the drives' compliance) over the rows kept. Compliant rows (sdiag > 0) never depend.
+
+    The rank decision changes only where the mechanism passes a singular configuration, so it is
+    reused while the set of hard active rows is the one it was made for, up to RANK_EVERY
+    factorisations; a step that then fails to converge is retried with a fresh one (rank_age
+    = -1), so a stale decision can cost time but never a wrong answer."""
+    first = m.row_first
+    reuse = int(0)
+    if sc.rank_age[w] >= 0 and sc.rank_age[w] < RANK_EVERY:
+        reuse = int(1)
+        for i in range(nr):
+            hard = int(0)
+            if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
+                hard = 1
+            if hard != sc.rank_hard[w, i]:
+                reuse = int(0)
+    if reuse != 0:
+        sc.rank_age[w] = sc.rank_age[w] + 1
+        for i in range(nr):
+            k = int(0)
+            if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
+                k = 1
+            sc.keep[w, i] = k
+        ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, FACTOR_TOL)
+        return
     for i in range(nr):
         k = int(0)
         if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
             k = 1
         sc.keep[w, i] = k
-    first = m.row_first
+        sc.rank_hard[w, i] = k
     for i in range(nr):
         if sc.keep[w, i] == 0:
             continue
@@ -538,9 +569,14 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
                     a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
             sc.Lf[w, i, j] = a
     ldl_factor(sc.Lf, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, RANK_TOL)
+    sc.rank_age[w] = 0
     for i in range(nr):
+        indep = int(0)
+        if sc.D[w, i] != wp.float64(0.0):
+            indep = 1
+        sc.rank_indep[w, i] = indep
         k = int(0)
-        if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.D[w, i] != wp.float64(0.0)):
+        if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or indep != 0):
             k = 1
         sc.keep[w, i] = k
     ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, FACTOR_TOL)
@@ -824,6 +860,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         if not ok:
             sc.conv_err[w] = wp.float64(1.0e300)
             sc.fage[w] = -1  # the next try factorises afresh
+            sc.rank_age[w] = -1  # with a fresh rank decision
             return 0
     if assemble == 0:
         if m.has_elements != 0:
@@ -866,6 +903,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             st.omega[w, b] = sc.omega1[w, b]
     if assemble != 0:
         sc.fage[w] = -1  # the assembly's factor (h = 1, its own active rows) is not reused
+        sc.rank_age[w] = -1
     if assemble == 0 and cm.n_pairs > 0:
         contact_end(cs, w, nb, st.vel, st.omega)  # position-only (split) impulses leave velocities
     return 1
