@@ -33,6 +33,7 @@ from usdphys.types.model import Model
 from usdphys.usd.gfconv import vec3
 from usdphys.usd.reader.bodies import read_bodies, world_scale
 from usdphys.usd.reader.joints import read_joints
+from usdphys.usd.reader.mujoco import disabled_flags
 from usdphys.usd.reader.stacked import merge_stacked_joints, remap_elements
 from usdphys.usd.tokens import Tokens
 
@@ -121,7 +122,17 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
     read_joints(stage, by_type, model, index, mpu, kpu, warner)
     merged = merge_stacked_joints(stage, model)
     _read_elements(stage, model, index, static_bodies, merged)
-    _read_contact(stage, model, index, by_type)
+    scenes = by_type.get("Scene", [])
+    mujoco_off = disabled_flags(stage.GetPrimAtPath(scenes[0][0]) if scenes else None)
+    if "contact" in mujoco_off:
+        model.shapes = None  # mjc:flag:contact = false: the model is meant without contact
+    else:
+        _read_contact(stage, model, index, by_type)
+    if "gravity" in mujoco_off:
+        model.gravity = np.zeros(3)
+    if "limit" in mujoco_off:
+        model.joint_lower[:] = -np.inf
+        model.joint_upper[:] = np.inf
     if model.body_count == 0:
         warn(f"{source}: no dynamic rigid body (UsdPhysics RigidBodyAPI) to simulate")
     return model, defaults

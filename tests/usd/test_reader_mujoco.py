@@ -1,0 +1,83 @@
+"""MuJoCo's scene flags as mujoco-usd-converter writes them (mjc:flag:* on the PhysicsScene)."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from pxr import Sdf, Usd
+
+import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
+from usdphys.simulate import simulate
+from usdphys.usd.reader import read_stage
+
+STAGE = '''#usda 1.0
+(
+    metersPerUnit = 1
+    upAxis = "Z"
+)
+def PhysicsScene "PhysicsScene"
+{
+%s
+}
+def Cube "ground" (prepend apiSchemas = ["PhysicsCollisionAPI"])
+{
+    double size = 2
+    double3 xformOp:translate = (0, 0, -1)
+    uniform token[] xformOpOrder = ["xformOp:translate"]
+}
+def Xform "box" (prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsMassAPI"])
+{
+    float physics:mass = 1
+    double3 xformOp:translate = (0, 0, 0.45)
+    uniform token[] xformOpOrder = ["xformOp:translate"]
+    def Cube "geom" (prepend apiSchemas = ["PhysicsCollisionAPI"])
+    {
+        double size = 1
+    }
+}
+def PhysicsPrismaticJoint "slide"
+{
+    uniform token physics:axis = "Z"
+    rel physics:body1 = </box>
+    point3f physics:localPos0 = (0, 0, 0.45)
+    float physics:lowerLimit = -0.1
+    float physics:upperLimit = 0.1
+}
+'''
+
+
+def stage(flags: str) -> Usd.Stage:
+    layer = Sdf.Layer.CreateAnonymous(".usda")
+    layer.ImportFromString(STAGE % flags)
+    return Usd.Stage.Open(layer)
+
+
+def test_flags_unset_keep_contact_gravity_and_limits():
+    model, _ = read_stage(stage(""))
+    assert model.shapes is not None and len(model.shapes) == 2
+    assert np.allclose(model.gravity, [0, 0, -9.81])
+    assert np.isfinite(model.joint_lower[0, 2])
+
+
+def test_contact_off_means_no_contact():
+    """The box starts 5 cm into the ground: with contact it is pushed out; with MuJoCo's contact
+    flag off it falls freely to its slide limit 0.1 m below (no collider acts)."""
+    with_contact = simulate(stage(""), duration=0.3, dt=1e-3, fps=100)
+    off = simulate(stage("bool mjc:flag:contact = 0"), duration=0.3, dt=1e-3, fps=100)
+    assert with_contact.positions[-1, 0, 0, 2] > 0.49  # resting on the ground (top at z = 0)
+    assert abs(off.positions[-1, 0, 0, 2] - 0.35) < 1e-6  # at the lower limit: 0.45 - 0.1
+
+
+def test_gravity_and_limit_flags():
+    model, _ = read_stage(stage("bool mjc:flag:gravity = 0\n    bool mjc:flag:limit = 0"))
+    assert np.all(model.gravity == 0.0)
+    assert np.all(np.isinf(model.joint_lower)) and np.all(np.isinf(model.joint_upper))
+
+
+def test_flags_not_honoured_are_named_once(caplog):
+    with caplog.at_level(logging.WARNING):
+        read_stage(stage("bool mjc:flag:equality = 0\n    bool mjc:flag:frictionloss = 0\n    bool mjc:flag:energy = 1"))
+    lines = [r.getMessage() for r in caplog.records if "MuJoCo flags" in r.getMessage()]
+    assert len(lines) == 1
+    assert "mjc:flag:equality" in lines[0] and "mjc:flag:frictionloss" in lines[0]
+    assert "energy" not in lines[0]  # authored true: nothing turned off
