@@ -28,7 +28,7 @@ def Cube "ground" (prepend apiSchemas = ["PhysicsCollisionAPI"])
 def Xform "box" (prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsMassAPI"])
 {
     float physics:mass = 1
-    double3 xformOp:translate = (0, 0, 0.45)
+    double3 xformOp:translate = (0, 0, 0.6)
     uniform token[] xformOpOrder = ["xformOp:translate"]
     def Cube "geom" (prepend apiSchemas = ["PhysicsCollisionAPI"])
     {
@@ -39,8 +39,8 @@ def PhysicsPrismaticJoint "slide"
 {
     uniform token physics:axis = "Z"
     rel physics:body1 = </box>
-    point3f physics:localPos0 = (0, 0, 0.45)
-    float physics:lowerLimit = -0.1
+    point3f physics:localPos0 = (0, 0, 0.6)
+    float physics:lowerLimit = -0.3
     float physics:upperLimit = 0.1
 }
 '''
@@ -60,12 +60,12 @@ def test_flags_unset_keep_contact_gravity_and_limits():
 
 
 def test_contact_off_means_no_contact():
-    """The box starts 5 cm into the ground: with contact it is pushed out; with MuJoCo's contact
-    flag off it falls freely to its slide limit 0.1 m below (no collider acts)."""
+    """The box starts 10 cm above the ground: with contact it lands on it (centre at 0.5 m); with
+    MuJoCo's contact flag off it falls through to its slide limit 0.3 m below the start."""
     with_contact = simulate(stage(""), duration=0.3, dt=1e-3, fps=100)
     off = simulate(stage("bool mjc:flag:contact = 0"), duration=0.3, dt=1e-3, fps=100)
-    assert with_contact.positions[-1, 0, 0, 2] > 0.49  # resting on the ground (top at z = 0)
-    assert abs(off.positions[-1, 0, 0, 2] - 0.35) < 1e-6  # at the lower limit: 0.45 - 0.1
+    assert abs(with_contact.positions[-1, 0, 0, 2] - 0.5) < 1e-3  # resting on the ground (top at z = 0)
+    assert abs(off.positions[-1, 0, 0, 2] - 0.3) < 1e-6  # at the lower limit: 0.6 - 0.3
 
 
 def test_gravity_and_limit_flags():

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
+from usdphys.errors import warn
+
 from usdphys.solver.narrowphase import BOX, PLANE, SPHERE, Contacts, ShapeData, allocate_contacts, any_perp, collide_pair, max_contacts, pair_context, pair_in_reach, shape_data, shape_world
 from usdphys.solver.ldl import ldl_solve as ldl_solve_rows
 
@@ -779,6 +781,59 @@ def contact_pairs(model, table) -> np.ndarray:
     return pairs[keep]
 
 
+# Colliders of one jointed mechanism that interpenetrate deeper than this (m) in the input pose
+# are taken as not meant to collide (see initial_overlaps).
+INITIAL_OVERLAP_SLOP = 1.0e-4
+
+
+def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVERLAP_SLOP):
+    """Candidate pairs between parts of one jointed mechanism (bodies connected through joints,
+    the world counting as one part) that interpenetrate deeper than `slop` in world 0's input
+    pose: (indices into pairs, deepest overlap in m).
+
+    A rest pose in which two linked parts overlap means their colliders are not meant to touch
+    each other (a robot's links, a cart inside its rails): MJCF says so with contype /
+    conaffinity, which converted stages lose, and tools that build collision matrices for
+    robots drop such pairs the same way. Hard contact would instead push the parts apart
+    against their joints, which cannot both hold: the step would not converge. Free bodies are
+    never part of a mechanism here: a free body resting in the ground is still pushed out."""
+    pairs = np.asarray(pairs, np.int32).reshape(-1, 2)
+    if len(pairs) == 0 or model.joint_count == 0:
+        return np.zeros(0, np.int64), 0.0
+    world = model.body_count
+    parent = list(range(world + 1))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for b0, b1 in zip(model.joint_body0, model.joint_body1):
+        a, b = find(world if b0 < 0 else int(b0)), find(world if b1 < 0 else int(b1))
+        parent[a] = b
+    body = np.asarray(table.body, int)
+    joined = set(int(b) for jb in (model.joint_body0, model.joint_body1) for b in jb if b >= 0)
+
+    def part(s):
+        b = int(body[s])
+        return find(world) if b < 0 else (find(b) if b in joined else -1 - b)
+
+    same = [k for k, (s0, s1) in enumerate(pairs) if part(s0) == part(s1)]
+    if not same:
+        return np.zeros(0, np.int64), 0.0
+    from usdphys.solver.narrowphase import CollisionPipeline
+
+    pos, rot, _, _ = model.com_state()
+    pipe = CollisionPipeline(_com_table(table, model), pairs[same], 1, margin=0.0, device="cpu")
+    q7 = np.concatenate([pos[:1], rot[:1]], axis=-1).reshape(1, -1, 7)
+    pipe.collide(wp.array(q7, dtype=wp.transformd, device=pipe.device))
+    c = pipe.numpy()[0]
+    deep = c["depth"] > slop
+    hit = sorted(set(int(same[k]) for k in c["pair"][deep]))
+    return np.asarray(hit, np.int64), float(c["depth"][deep].max()) if deep.any() else 0.0
+
+
 def put_contact_model(model, device, options: ContactOptions | None = None):
     """(ContactModel, info dict) for a Model, shared by all worlds; n_pairs = 0 when nothing
     collides. info: candidate pairs, contacts per world (capacity), method, the shape table."""
@@ -788,6 +843,15 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     pairs = np.zeros((0, 2), np.int32)
     if table is not None and len(table):
         pairs = contact_pairs(model, table)
+        if model.body_count:
+            hit, deepest = initial_overlaps(model, table, pairs)
+            if len(hit):
+                names = [f"{table.paths[pairs[k][0]]} / {table.paths[pairs[k][1]]}" for k in hit[:3]]
+                more = f" and {len(hit) - 3} more" if len(hit) > 3 else ""
+                warn(f"{len(hit)} collider pair(s) of one jointed mechanism overlap in the input pose (deepest "
+                     f"{deepest:.3g} m): {'; '.join(names)}{more}; they are taken as not meant to collide and "
+                     "never do (filter them in the stage to say so)")
+                pairs = np.delete(pairs, hit, axis=0)
     cm = ContactModel()
     cm.n_pairs = int(len(pairs))
     if cm.n_pairs:
