@@ -2,16 +2,23 @@
 
 Newton (`ModelBuilder.add_usd`) builds every joint into a tree and refuses a stage whose joints
 belong to no articulation. Its trees are directed: a joint's body0 is the parent and body1 the
-child, each body has at most one parent joint, and a kinematic body can only be a root. Loops
-are closed by joints marked `physics:excludeFromArticulation = true`, which it keeps as
+child, except that a joint with the world on either side always hangs its body from the world
+(the importer swaps the sides); each body has at most one parent joint, and a kinematic body
+can only be a root. usd-core groups every body reachable through joints from an
+`PhysicsArticulationRootAPI` body into that articulation (excluded joints included, static
+bodies and kinematic non-roots not expanded), and Newton consumes each body once, so two roots
+in one connected set make the second articulation fail ("both bodies unresolved"). Loops are
+closed by joints marked `physics:excludeFromArticulation = true`, which it keeps as
 maximal-coordinate constraints.
 
 Our stages are general graphs (Chrono models name body0/body1 in any order), so this module
-picks a spanning forest that respects Newton's direction rule, without changing any joint:
-roots are the kinematic bodies, then bodies hanging from the world, then any body still
-unreached; every joint that is not a tree edge is excluded. It then applies
-`PhysicsArticulationRootAPI` on each root body. Both markups are bookkeeping for tree-based
-importers; usdphys's reader and solver ignore them (every joint is a constraint either way).
+picks, for each connected set of bodies, ONE root and a spanning tree that respects Newton's
+direction rule, without changing any joint: the root is a kinematic body if the set has one,
+else the body whose directed tree reaches the most bodies (a body jointed to the world first on
+a tie; a root reached through no joint floats); every joint that is not a tree edge is
+excluded. Static bodies (`rigidBodyEnabled =
+false`) are the world here, as they are to both importers. Both markups are bookkeeping for
+tree-based importers; usdphys's reader and solver ignore them (every joint is a constraint).
 """
 from __future__ import annotations
 
@@ -22,10 +29,15 @@ from pxr import Sdf, Usd, UsdPhysics
 EXCLUDE_ATTR = "physics:excludeFromArticulation"
 
 
-def _bodies_and_joints(stage: Usd.Stage):
+def _simulated(prim: Usd.Prim) -> bool:
+    attr = UsdPhysics.RigidBodyAPI(prim).GetRigidBodyEnabledAttr()
+    return attr.Get() is not False if attr else True
+
+
+def _bodies_and_joints(stage: Usd.Stage, simulated_only: bool = True):
     bodies, joints = [], []
     for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
-        if prim.HasAPI(UsdPhysics.RigidBodyAPI):
+        if prim.HasAPI(UsdPhysics.RigidBodyAPI) and (not simulated_only or _simulated(prim)):
             bodies.append(prim)
         if prim.IsA(UsdPhysics.Joint):
             joints.append(prim)
@@ -36,7 +48,7 @@ def _target(joint: Usd.Prim, rel_name: str, body_paths: set) -> str | None:
     rel = joint.GetRelationship(rel_name)
     targets = rel.GetTargets() if rel else []
     path = str(targets[0]) if targets else None
-    return path if path in body_paths else None  # anything that is not a body is the world
+    return path if path in body_paths else None  # anything that is not a simulated body is the world
 
 
 def _kinematic(prim: Usd.Prim) -> bool:
@@ -56,44 +68,65 @@ def plan(stage: Usd.Stage) -> tuple[list[str], list[str]]:
     order = [str(b.GetPath()) for b in bodies]
     kinematic = {str(b.GetPath()) for b in bodies if _kinematic(b)}
     children = defaultdict(list)  # parent body path (None: world) -> [(joint path, child)]
+    neighbours = defaultdict(set)
     edges = []
     for j in joints:
         if not _enabled(j):
             continue
+        jpath = str(j.GetPath())
         b0, b1 = _target(j, "physics:body0", body_paths), _target(j, "physics:body1", body_paths)
-        edges.append(str(j.GetPath()))
-        if b1 is not None and b1 != b0:  # world as child, or a body joined to itself: no tree edge
-            children[b0].append((str(j.GetPath()), b1))
-    parent_joint: dict[str, str | None] = {}
-    tree_joints: set[str] = set()
-    roots: list[str] = []
+        edges.append(jpath)
+        if b0 is not None and b1 is not None:
+            if b0 != b1:  # a body joined to itself is no tree edge
+                children[b0].append((jpath, b1))
+                neighbours[b0].add(b1)
+                neighbours[b1].add(b0)
+        elif b0 is not None or b1 is not None:  # the world on either side is the parent
+            children[None].append((jpath, b0 if b1 is None else b1))
 
-    def grow(root: str, via: str | None) -> None:
-        parent_joint[root] = via
-        if via is not None:
-            tree_joints.add(via)
+    def tree(root: str, via: str | None) -> dict[str, str | None]:
+        reached = {root: via}
         stack = [root]
         while stack:
-            body = stack.pop()
-            for jpath, child in children.get(body, ()):
-                if child in parent_joint or child in kinematic:
-                    continue
-                parent_joint[child] = jpath
-                tree_joints.add(jpath)
-                stack.append(child)
+            for jpath, child in children.get(stack.pop(), ()):
+                if child not in reached and child not in kinematic:
+                    reached[child] = jpath
+                    stack.append(child)
+        return reached
 
-    for path in order:  # kinematic bodies first: Newton only lets them be roots
-        if path in kinematic and path not in parent_joint:
-            roots.append(path)
-            grow(path, None)
-    for jpath, child in children.get(None, ()):  # then bodies jointed to the world
-        if child not in parent_joint and child not in kinematic:
-            roots.append(child)
-            grow(child, jpath)
-    for path in order:  # then whatever is left, each unreached body starting a floating tree
-        if path not in parent_joint:
-            roots.append(path)
-            grow(path, None)
+    world_joint: dict[str, str] = {}
+    for jpath, child in children.get(None, ()):
+        world_joint.setdefault(child, jpath)
+    parent_joint: dict[str, str | None] = {}
+    roots: list[str] = []
+    seen: set[str] = set()
+    for start in order:
+        if start in seen:
+            continue
+        component, stack = [start], [start]
+        seen.add(start)
+        while stack:
+            for nxt in neighbours[stack.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    component.append(nxt)
+                    stack.append(nxt)
+        component.sort(key=order.index)
+        left = set(component)
+        while left:  # one tree per set; what a tree cannot reach starts another
+            kin = [b for b in component if b in left and b in kinematic]
+            # the widest tree wins; on a tie a body hanging from the world beats a floating one
+            candidates = kin[:1] or sorted((b for b in component if b in left), key=lambda b: b not in world_joint)
+            best = None
+            for cand in candidates:
+                t = tree(cand, None if cand in kinematic else world_joint.get(cand))
+                t = {b: v for b, v in t.items() if b in left}
+                if best is None or len(t) > len(best[1]):
+                    best = (cand, t)
+            roots.append(best[0])
+            parent_joint.update(best[1])
+            left -= set(best[1])
+    tree_joints = {v for v in parent_joint.values() if v is not None}
     excluded = [j for j in edges if j not in tree_joints]
     return roots, excluded
 
@@ -102,7 +135,7 @@ def author(stage: Usd.Stage) -> tuple[list[str], list[str]]:
     """Apply PhysicsArticulationRootAPI on each root and exclude the loop-closing joints, in
     the stage's edit target. Markup authored before is cleared first, so this is idempotent."""
     roots, excluded = plan(stage)
-    bodies, joints = _bodies_and_joints(stage)
+    bodies, joints = _bodies_and_joints(stage, simulated_only=False)
     for prim in bodies + joints:
         if prim.HasAPI(UsdPhysics.ArticulationRootAPI):
             prim.RemoveAPI(UsdPhysics.ArticulationRootAPI)
