@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 STAGE = '''#usda 1.0
@@ -97,7 +98,14 @@ def test_converted_chrono_model_has_one_articulation_root_per_connected_set(tmp_
                 for b in merged:
                     links[b] = merged
     sets = {frozenset(s) for s in links.values()}
-    roots = [str(p.GetPath()) for p in stage.Traverse() if p.HasAPI(UsdPhysics.ArticulationRootAPI)]
+    roots = []  # the bodies each root marks: a root joint marks its bodies
+    for p in stage.Traverse():
+        if p.HasAPI(UsdPhysics.ArticulationRootAPI):
+            if p.IsA(UsdPhysics.Joint):
+                ends = [str(t) for r in ("physics:body0", "physics:body1") for t in p.GetRelationship(r).GetTargets()]
+                roots.append(next(e for e in ends if e in simulated))
+            else:
+                roots.append(str(p.GetPath()))
     # two roots in one set: Newton's second articulation finds its bodies taken
     assert sorted(len([r for r in roots if r in s]) for s in sets) == [1] * len(sets), (sets, roots)
 
@@ -112,3 +120,59 @@ def test_converted_chrono_model_loads_and_simulates_in_newton(tmp_path, src):
     assert res.returncode == 0, res.stderr[-2000:]
     line = [ln for ln in res.stdout.splitlines() if ln.startswith("BODIES")][-1].split()
     assert int(line[1]) > 0 and line[3] == "True", res.stdout[-2000:]
+
+
+def test_turned_joint_is_the_same_constraint(tmp_path):
+    """The inverted pendulum's pendulum->cart revolute is turned to cart->pendulum so the tree
+    hangs from the world; written either way round, usdphys moves the bodies the same."""
+    from pxr import Usd
+
+    from usdphys.simulate import simulate
+    from usdphys.usd import articulation
+    out = tmp_path / "m.usda"
+    _convert(CHRONO[1], out)
+    stage = Usd.Stage.Open(str(out))
+    rev = stage.GetPrimAtPath("/Invertedd_pendulum_LOAD/Joints/rev_joint")
+    assert [str(t) for t in rev.GetRelationship("physics:body0").GetTargets()] == ["/Invertedd_pendulum_LOAD/Bodies/cart"]
+    turned = simulate(stage, duration=0.5, dt=1e-3, fps=20, device="cpu")
+    articulation._turn_round(rev)  # back as the converter first wrote it
+    assert [str(t) for t in rev.GetRelationship("physics:body0").GetTargets()] == ["/Invertedd_pendulum_LOAD/Bodies/pendulum"]
+    original = simulate(stage, duration=0.5, dt=1e-3, fps=20, device="cpu")
+    assert turned.body_paths == original.body_paths
+    np.testing.assert_allclose(turned.positions, original.positions, atol=1e-9)
+    np.testing.assert_allclose(abs(np.sum(turned.orientations * original.orientations, axis=-1)), 1.0, atol=1e-9)
+
+
+def test_joint_with_signed_data_is_never_turned(tmp_path):
+    """A limit (or a motor naming the joint) has a sign tied to body0 -> body1: not turnable."""
+    from pxr import Usd
+
+    from usdphys.usd import articulation
+    stage = Usd.Stage.CreateInMemory()
+    stage.GetRootLayer().ImportFromString(STAGE_TURN)
+    # turning Limited would hang all three from the world; it may not, so C floats above A
+    roots, excluded, turned = articulation.plan(stage, turn=True)
+    assert turned == ["/W/Plain"]
+    assert roots == ["/W/C"] and excluded == ["/W/Ground"]
+
+
+STAGE_TURN = '''#usda 1.0
+def Xform "W" {
+    def Xform "A" ( prepend apiSchemas = ["PhysicsRigidBodyAPI"] ) {}
+    def Xform "B" ( prepend apiSchemas = ["PhysicsRigidBodyAPI"] ) {}
+    def Xform "C" ( prepend apiSchemas = ["PhysicsRigidBodyAPI"] ) {}
+    def PhysicsPrismaticJoint "Ground" {
+        rel physics:body1 = </W/A>
+    }
+    def PhysicsRevoluteJoint "Plain" {
+        rel physics:body0 = </W/B>
+        rel physics:body1 = </W/A>
+    }
+    def PhysicsRevoluteJoint "Limited" {
+        rel physics:body0 = </W/C>
+        rel physics:body1 = </W/A>
+        float physics:lowerLimit = 0
+        float physics:upperLimit = 30
+    }
+}
+'''
