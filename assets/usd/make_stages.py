@@ -11,6 +11,8 @@ from pathlib import Path
 import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
+from usdphys.usd import articulation
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -66,6 +68,7 @@ def pendulum(path=HERE / "pendulum.usda", length=1.0, angle_deg=30.0):
     center = (0.5 * length * math.cos(down), 0.0, 0.5 * length * math.sin(down))
     _link(stage, "/World/link", center, down, length)
     _revolute(stage, "/World/pivot", None, "/World/link", (0, 0, 0), (-0.5 * length, 0, 0))
+    articulation.author(stage)
     stage.GetRootLayer().Save()
 
 
@@ -99,6 +102,7 @@ def fourbar(path=HERE / "fourbar.usda"):
     sim.ApplyAPI("MbdSimulationAPI")
     sim.CreateAttribute("mbd:timeStep", Sdf.ValueTypeNames.Double).Set(1e-3)
     sim.CreateAttribute("mbd:endTime", Sdf.ValueTypeNames.Double).Set(2.0)
+    articulation.author(stage)  # the loop: tree-based importers (Newton) need it marked
     stage.GetRootLayer().Save()
 
 

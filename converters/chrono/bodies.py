@@ -13,6 +13,9 @@ from .state import RAD2DEG, Body, ConversionState, qd, qf, v3d, v3f
 
 def convert_bodies(st: ConversionState) -> None:
     scope = st.scope("Bodies")
+    # Every body fixed (an FSI tank, say): kept kinematic so the stage still has bodies to
+    # simulate and record; nothing is jointed to them that a tree would have to hang below.
+    all_fixed = all(isinstance(b, dict) and bool(b.get("fixed", False)) for b in st.model.get("bodies") or [])
     for i, b, yp in st.items("bodies"):
         fixed = bool(b.get("fixed", False))
         pos = np.asarray(b["location"], float)
@@ -29,7 +32,13 @@ def convert_bodies(st: ConversionState) -> None:
         xf.AddOrientOp(UsdGeom.XformOp.PrecisionDouble).Set(qd(rot))
         rb = UsdPhysics.RigidBodyAPI.Apply(prim)
         if fixed:
-            rb.CreateKinematicEnabledAttr(True)
+            # Static rather than kinematic: it never moves either way, but tree-based importers
+            # (Newton) accept a kinematic body only as an articulation root with every joint
+            # pointing away from it, while a static body is the world to them on either side.
+            if all_fixed:
+                rb.CreateKinematicEnabledAttr(True)
+            else:
+                rb.CreateRigidBodyEnabledAttr(False)
             for key in ("initial_linear_velocity", "initial_angular_velocity"):
                 if key in b:
                     st.warn(st.doc.warning_text(yp + (key,), "ignored on a fixed body"))

@@ -34,7 +34,7 @@ def convert(path: str | os.PathLike, warnings: list | None = None) -> Usd.Stage:
     st = ConversionState(warnings=warnings if warnings is not None else [])
     stage = _run(st, Path(path))
     # Tree markup for importers that need articulations (Newton); our reader ignores it.
-    articulation.author(stage)
+    articulation.author(stage, turn=True)
     return stage
 
 

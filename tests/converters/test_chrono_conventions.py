@@ -179,7 +179,28 @@ def test_initial_velocities_world_frame_degrees(tmp_path):
     assert np.allclose(rb.GetAngularVelocityAttr().Get(), want, atol=1e-4)
 
 
-def test_fixed_body_is_kinematic_without_mass(tmp_path):
+def test_fixed_body_is_static_without_mass(tmp_path):
+    # A body that never moves: static (rigidBodyEnabled = false) so that joints to it are joints
+    # to the world for tree-based importers too; the prim keeps its pose and its relationships.
+    stage, _ = conv(tmp_path, """
+        bodies:
+          - name: ground
+            location: [0, 0, 1]
+            fixed: true
+          - name: b
+            location: [0, 0, 0]
+            mass: 1
+            inertia: {moments: [1, 1, 1]}
+        """)
+    prim = stage.GetPrimAtPath("/M/Bodies/ground")
+    assert prim.HasAPI(UsdPhysics.RigidBodyAPI)
+    assert UsdPhysics.RigidBodyAPI(prim).GetRigidBodyEnabledAttr().Get() is False
+    assert not UsdPhysics.RigidBodyAPI(prim).GetKinematicEnabledAttr().Get()
+    assert not prim.HasAPI(UsdPhysics.MassAPI)
+
+
+def test_all_fixed_bodies_stay_kinematic_without_mass(tmp_path):
+    # with no free body a static-only stage would have nothing to simulate or record
     stage, _ = conv(tmp_path, """
         bodies:
           - name: ground
@@ -187,8 +208,8 @@ def test_fixed_body_is_kinematic_without_mass(tmp_path):
             fixed: true
         """)
     prim = stage.GetPrimAtPath("/M/Bodies/ground")
-    assert prim.HasAPI(UsdPhysics.RigidBodyAPI)
     assert UsdPhysics.RigidBodyAPI(prim).GetKinematicEnabledAttr().Get() is True
+    assert UsdPhysics.RigidBodyAPI(prim).GetRigidBodyEnabledAttr().Get() is not False
     assert not prim.HasAPI(UsdPhysics.MassAPI)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pxr import Usd, UsdPhysics
+from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
 from usdphys.math3d import quat_mul, quat_rotate
@@ -50,6 +50,27 @@ def _side(index, body_path, pos, rot, mpu):
     """
     key = str(body_path) if body_path and not body_path.isEmpty else ""
     return index.get(key, -1), pos * mpu, rot
+
+
+def _static_side(stage, joint_prim, side: int, pos, rot, mpu):
+    """A world side's frame again, in double precision, when the joint targets a static prim.
+
+    usd-core folds the prim's transform into the frame in single precision (its GfVec3f /
+    GfQuatf descriptors); a fixed ground authored static instead of kinematic would then move
+    joint frames by ~1e-7. Folded here from the authored values, the frame is what a kinematic
+    body at the same pose gives. Unchanged when nothing static is targeted."""
+    rel = joint_prim.GetRelationship(f"physics:body{side}") if joint_prim else None
+    targets = rel.GetTargets() if rel else []
+    target = joint_prim.GetStage().GetPrimAtPath(targets[0]) if targets else None
+    if not target or not target.IsA(UsdGeom.Xformable):
+        return pos, rot
+    lp = joint_prim.GetAttribute(f"physics:localPos{side}").Get()
+    lr = joint_prim.GetAttribute(f"physics:localRot{side}").Get()
+    m = UsdGeom.Xformable(target).ComputeLocalToWorldTransform(Usd.TimeCode.Default())
+    p = m.Transform(Gf.Vec3d(*(lp if lp is not None else (0.0, 0.0, 0.0))))
+    frame_rot = unit_quat_xyzw(Gf.Matrix4d(m).RemoveScaleShear().ExtractRotationQuat())
+    local_rot = unit_quat_xyzw(lr) if lr is not None else np.array([0.0, 0.0, 0.0, 1.0])
+    return vec3(p) * mpu, quat_mul(frame_rot, local_rot)
 
 
 def _composite_distance(prim, model: Model, b0, p0, r0, b1, p1, r1, composite: int, mpu: float) -> float:
@@ -90,6 +111,10 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
             raise UsdphysError(f"{path}: physics:localRot{i} = {rot}: expected finite numbers")
     b0, p0, r0 = _side(index, d.body0, vec3(d.localPose0Position), unit_quat_xyzw(d.localPose0Orientation), mpu)
     b1, p1, r1 = _side(index, d.body1, vec3(d.localPose1Position), unit_quat_xyzw(d.localPose1Orientation), mpu)
+    if b0 < 0:
+        p0, r0 = _static_side(stage, prim, 0, p0, r0, mpu)
+    if b1 < 0:
+        p1, r1 = _static_side(stage, prim, 1, p1, r1, mpu)
     if b0 < 0 and b1 < 0:
         warner(path, "joint", "joint connects no simulated (dynamic or kinematic) body; ignored")
         return
