@@ -180,8 +180,11 @@ def check_tree_accuracy(lks):
     note(text)
     ref = H.mujoco_positions(lks, 0.5, 1e-4)
     ref2 = H.mujoco_positions(lks, 0.5, 5e-5)
-    # RK4 is fourth order: the error of ref2 is ~|ref - ref2| / 15, so 1e-7 here means < 1e-8 m
-    assert np.max(np.abs(ref - ref2)) < 1e-7, "oracle (MuJoCo RK4) not converged in dt"
+    # RK4 is fourth order: the error of ref2 is ~|ref - ref2| / 15, so 1e-7 here means < 1e-8 m.
+    # Where the oracle itself has not converged (explicit RK4 on a thin rod, inertia ratio 1e-6,
+    # spinning on a spherical joint is stiff for it) it has no answer to compare with; property
+    # (a) still runs usdphys on the same mechanism.
+    assume(np.max(np.abs(ref - ref2)) < 1e-7)
     x, e = converged_pair(text, names)
     assert_close(x, ref2, e)
 
