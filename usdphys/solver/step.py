@@ -73,7 +73,9 @@ ACCEPT_FACTOR = wp.constant(wp.float64(1.0e3))
 # by less than this (m or rad; the same bound under which assembly calls joint frames coincident)
 # runs, and the disagreement shows in the reported joint error; more than this stops the run.
 DEPENDENT_TOL = wp.constant(wp.float64(1.0e-6))
-MAX_HALVINGS = wp.constant(6)
+_HALVINGS = 6
+MAX_HALVINGS = wp.constant(_HALVINGS)
+STEP_UNITS = wp.constant(2 ** _HALVINGS)  # a step in units of its smallest retry, h / 2^MAX_HALVINGS
 
 
 # Kernel parameters come in groups (usdphys/solver/io.py builds them; docs/solver.md, "Host /
@@ -533,13 +535,21 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
                 reuse = int(0)
     if reuse != 0:
         sc.rank_age[w] = sc.rank_age[w] + 1
-        for i in range(nr):
-            k = int(0)
-            if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
-                k = 1
-            sc.keep[w, i] = k
-        ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, FACTOR_TOL)
-        return
+    else:
+        rank_decision(m, sc, w, nr)
+    for i in range(nr):
+        k = int(0)
+        if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
+            k = 1
+        sc.keep[w, i] = k
+    ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, FACTOR_TOL)
+
+
+@wp.func
+def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
+    """Which hard active rows are independent (sc.rank_indep), from the mass-free matrix
+    G S G^T built in Lf's lower triangle and factorised in place (factor_rows says why)."""
+    first = m.row_first
     for i in range(nr):
         k = int(0)
         if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
@@ -575,11 +585,6 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
         if sc.D[w, i] != wp.float64(0.0):
             indep = 1
         sc.rank_indep[w, i] = indep
-        k = int(0)
-        if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or indep != 0):
-            k = 1
-        sc.keep[w, i] = k
-    ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, FACTOR_TOL)
 
 
 @wp.func
@@ -702,8 +707,10 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
 def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: Scratch, dg: Diagnostics,
                cm: ContactModel, cs: ContactState, w: int, h: wp.float64, tol: wp.float64, assemble: int) -> int:
     """One step of h (or the assembly when assemble != 0). Returns 1 when committed, 0 when
-    the rows did not converge: then nothing that persists was changed, and the caller retries
-    with smaller steps (advance_step)."""
+    the rows did not converge: then the bodies, element forces, unwrapped angles and motor
+    references are as before (a retry recomputes them from the same start), and the caller
+    retries with smaller steps (advance_step). Only starting guesses (warm-start impulses,
+    contact manifolds) may differ on the retry."""
     nb = m.n_bodies
     nr = m.n_rows
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
@@ -915,15 +922,12 @@ def advance_step(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc
     """Advance world w from t by h; a step that does not converge is retried as two halves,
     recursively, down to h / 2^MAX_HALVINGS. Returns 0 (status 3, the row and its residual
     recorded) when even that fails. Bounded: at most 2^MAX_HALVINGS + MAX_HALVINGS tries."""
-    total = int(1)
-    for k in range(MAX_HALVINGS):
-        total = total * 2
-    done = int(0)  # progress in units of h / total
+    done = int(0)  # progress in units of h / STEP_UNITS
     level = int(0)
-    unit = total  # units per step at this level
+    unit = int(STEP_UNITS)  # units per step at this level
     hs = h
-    while done < total:
-        es.tnow[w] = t + h * (wp.float64(done) / wp.float64(total))
+    while done < STEP_UNITS:
+        es.tnow[w] = t + h * (wp.float64(done) / wp.float64(STEP_UNITS))
         if step_world(m, st, rs, es, sc, dg, cm, cs, w, hs, tol, 0) != 0:
             done = done + unit
         else:
