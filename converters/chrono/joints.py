@@ -27,16 +27,17 @@ _JOINT_KIND = {
 
 
 def author_joint(st: ConversionState, scope: Sdf.Path, name: str, type_name: str, free: tuple | None,
-                 b0: Body, b1: Body, pos, rmat, ypath: tuple) -> Usd.Prim:
-    """A UsdPhysics joint with one frame `rmat` at `pos` (model frame) on both bodies; a generic
-    PhysicsJoint locks every DOF not in `free`."""
+                 b0: Body, b1: Body, pos, rmat, ypath: tuple, pos1=None) -> Usd.Prim:
+    """A UsdPhysics joint with frame orientation `rmat` at `pos` (model frame) on both bodies
+    (at `pos1` on body1 when given: the composite joints' two points); a generic PhysicsJoint
+    locks every DOF not in `free`."""
     prim = st.item_prim(scope, name, type_name, ypath)
     joint = UsdPhysics.Joint(prim)
     joint.CreateBody0Rel().SetTargets([b0.path])
     joint.CreateBody1Rel().SetTargets([b1.path])
     joint.CreateLocalPos0Attr(v3f(b0.local_point(pos)))
     joint.CreateLocalRot0Attr(qf(b0.local_rot(rmat)))
-    joint.CreateLocalPos1Attr(v3f(b1.local_point(pos)))
+    joint.CreateLocalPos1Attr(v3f(b1.local_point(pos if pos1 is None else pos1)))
     joint.CreateLocalRot1Attr(qf(b1.local_rot(rmat)))
     if type_name in (P.PhysicsRevoluteJoint, P.PhysicsPrismaticJoint):
         prim.GetAttribute(P.physicsAxis).Set(P.z)
@@ -122,14 +123,7 @@ def convert_constraints(st: ConversionState) -> None:
         if abs(off) > 1e-9 * max(1.0, float(np.linalg.norm(d))):
             st.warn(st.doc.warning_text(yp, f"point2 - point1 has a component {off:.6g} along the axis: "
                                              "the constraint is violated at the start"))
-        prim = st.item_prim(scope, c["name"], type_name, yp)
-        jt = UsdPhysics.Joint(prim)
-        jt.CreateBody0Rel().SetTargets([b1.path])
-        jt.CreateBody1Rel().SetTargets([b2.path])
-        jt.CreateLocalPos0Attr(v3f(b1.local_point(p1)))
-        jt.CreateLocalRot0Attr(qf(b1.local_rot(rmat)))
-        jt.CreateLocalPos1Attr(v3f(b2.local_point(p2)))
-        jt.CreateLocalRot1Attr(qf(b2.local_rot(rmat)))
+        prim = author_joint(st, scope, c["name"], type_name, None, b1, b2, p1, rmat, yp, pos1=p2)
         set_attr(prim, Tokens.mbdDistance, dist)
 
 
