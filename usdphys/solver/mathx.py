@@ -116,12 +116,21 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         g = wp.dot(u, v)
         ja0 = wp.cross(u, v)
         ja1 = -ja0
-    elif kind == ROW_TWIST:
+    elif kind == ROW_TWIST and axis < 3:  # about e0[axis]: where e1[axis+1] points in e0's plane
         i = (axis + 1) % 3
         j = (axis + 2) % 3
         k = wp.quat_rotate(Q0, basis(axis))
         y1 = wp.quat_rotate(Q1, basis(i))
         g = wp.atan2(wp.dot(y1, wp.quat_rotate(Q0, basis(j))), wp.dot(y1, wp.quat_rotate(Q0, basis(i))))
+        ja0 = -k
+        ja1 = k
+    elif kind == ROW_TWIST:  # about e1[a] (a Cardan joint's second axis): where e0[a+2] points in e1's plane
+        a = axis - 3
+        i = (a + 1) % 3
+        j = (a + 2) % 3
+        k = wp.quat_rotate(Q1, basis(a))
+        x0 = wp.quat_rotate(Q0, basis(j))
+        g = wp.atan2(wp.dot(x0, wp.quat_rotate(Q1, basis(i))), wp.dot(x0, wp.quat_rotate(Q1, basis(j))))
         ja0 = -k
         ja1 = k
     elif kind == ROW_LIN1:  # along an axis of frame 1 (revolute-translational joint)
