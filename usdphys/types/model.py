@@ -359,12 +359,16 @@ def dof_row(locked, d: int) -> tuple[int, int]:
     rotates about e0[i+1] and then about e1[i+2] (the perpendicular row keeps those two axes at
     90 deg), so that angle is measured about e1[i+2] (TWIST axis + 3). Both angles are then exact
     at any deflection; measured about e0 instead, the second would be singular when the first
-    reaches +-90 deg.
+    reaches +-90 deg. Three free rotations are the angles of the x-y-z sequence (TWIST axis + 6),
+    as MuJoCo's three hinges in one body and Newton's D6: exact, except that the x and z angles
+    are undefined where the y angle reaches +-90 deg (gimbal lock).
     """
     if d < 3:
         return ROW_LIN, d
     a = d - 3
     lock_rot = [r for r in range(3) if locked[3 + r]]
+    if not lock_rot:
+        return ROW_TWIST, a + 6
     if len(lock_rot) == 1 and a == (lock_rot[0] + 2) % 3:
         return ROW_TWIST, a + 3
     return ROW_TWIST, a
