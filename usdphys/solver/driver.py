@@ -101,6 +101,10 @@ class Solver:
             # v(0) - h/2 g (dynamic bodies). Without it positions lag by g t h / 2 (first
             # order); with it free fall is exact and the scheme is Stormer-Verlet.
             vel = self.st.vel.numpy()
+            if out.derived and B:  # frame 0's recorded velocities: v(0) itself (outputs.py)
+                wp.copy(out.vel[0], self.st.vel)
+                wp.copy(out.omg[0], self.st.omega)
+                out.start_exact = 1
             dyn = (self.dm.inv_mass > 0)[None, :B]
             vel[:, :B] -= np.where(dyn[..., None], 0.5 * dt * np.asarray(self.model.gravity, float), 0.0)
             self.st.vel.assign(vel)

@@ -67,6 +67,10 @@ class FrameOutput:
     rot: wp.array3d(dtype=wp.quatd)
     eff: wp.array3d(dtype=wp.float64)  # [frame, world, motor]
     derived: int  # 1: velocities, probes, reactions or energies are recorded (needs vprev)
+    # 1: frame 0 is the start of the motion and vel / omg[0] hold v(0) itself (the driver puts
+    # it there): the leapfrog start's v(-h/2) = v(0) - h/2 g ignores the joints, so the central
+    # average would not be v(0) at the very first frame
+    start_exact: int
     want_world: int
     vel: wp.array3d(dtype=wp.vec3d)  # [frame, world, body] COM velocity, world axes
     omg: wp.array3d(dtype=wp.vec3d)  # angular velocity, world axes
@@ -121,9 +125,10 @@ def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.f
     velocities (central), probe values / rates / forces, joint reactions (this step's
     impulses / h), load vectors, energies."""
     pl = out.plan
-    for b in range(nb):
-        out.vel[f, w, b] = wp.float64(0.5) * (out.vprev[w, b] + vel[w, b])
-        out.omg[f, w, b] = wp.float64(0.5) * (out.wprev[w, b] + omega[w, b])
+    if f != 0 or out.start_exact == 0:
+        for b in range(nb):
+            out.vel[f, w, b] = wp.float64(0.5) * (out.vprev[w, b] + vel[w, b])
+            out.omg[f, w, b] = wp.float64(0.5) * (out.wprev[w, b] + omega[w, b])
     # probes: coordinate (multi-turn for angles), rate, law force, limit flag
     for p in range(pl.n_probes):
         b0 = pl.p_b0[p]
@@ -182,8 +187,16 @@ def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.f
             T = out.jtorque[f, w, j]  # about body1's centre of mass
             if pl.j_b1[j] >= 0:
                 T = T - wp.cross(P0 - x1, F)
-            out.jforce[f, w, j] = wp.quat_rotate_inv(Q0, F)
-            out.jtorque[f, w, j] = wp.quat_rotate_inv(Q0, T)
+            F = wp.quat_rotate_inv(Q0, F)
+            T = wp.quat_rotate_inv(Q0, T)
+            if f == 0 and out.start_exact != 0:
+                # the first step of a motion also undoes the leapfrog start's half step of
+                # gravity along the joints (its impulses are not the force at t = 0): unknown
+                nan = wp.float64(wp.nan)
+                F = wp.vec3d(nan, nan, nan)
+                T = F
+            out.jforce[f, w, j] = F
+            out.jtorque[f, w, j] = T
     # loads: the vector at t_f (as forces.apply_loads applies it), world axes
     for e in range(pl.n_loads):
         v = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
@@ -389,6 +402,7 @@ def make_output(layout: OutputLayout | None, bodies: int, motors: int, worlds: i
     derived = layout is not None and layout.derived
     g = layout.groups if layout is not None else None
     out.derived = int(derived)
+    out.start_exact = 0
     out.want_world = int(bool(g and g.world))
 
     def sized(n, on, dtype):
