@@ -127,13 +127,15 @@ def available_memory() -> int | None:
     return avail
 
 
-def memory_estimate(model: Model, frames: int, worlds: int) -> tuple[int, int]:
+def memory_estimate(model: Model, frames: int, worlds: int, record: bool = False) -> tuple[int, int]:
     """(bytes, rows): what a run allocates that grows with frames, worlds and rows.
 
     Poses: (frames + 1) x worlds x bodies x (3 + 4) float64, held POSE_COPIES times; motor
     efforts likewise (twice); the solver's two dense per-world matrices (A and its factor):
     rows^2 x 2 x 8 bytes x worlds. Rows are the joints' rows plus at least one per force
-    element (a lower bound: some elements take more).
+    element (a lower bound: some elements take more). record: recorded quantities too, per
+    frame and world about 6 numbers per body, 18 per joint (6 DOFs' coordinate, rate and flag;
+    force and torque), 4 per row and 3 more (docs/recording.md), held twice (device and host).
     """
     import dataclasses
 
@@ -151,7 +153,10 @@ def memory_estimate(model: Model, frames: int, worlds: int) -> tuple[int, int]:
     poses = (frames + 1) * worlds * bodies * (3 + 4) * 8 * POSE_COPIES
     efforts = (frames + 1) * worlds * max(motors, 1) * 8 * 2
     matrices = rows * rows * 2 * 8 * worlds
-    return poses + efforts + matrices, rows
+    recorded = 0
+    if record:
+        recorded = (frames + 1) * worlds * (6 * bodies + 18 * model.joint_count + 4 * rows + 3) * 8 * 2
+    return poses + efforts + matrices + recorded, rows
 
 
 def _size(n: float) -> str:
@@ -162,18 +167,18 @@ def _size(n: float) -> str:
     return f"{n:.1f} PB"
 
 
-def check_memory(model: Model, frames: int, worlds: int, available: int | None = None) -> int:
+def check_memory(model: Model, frames: int, worlds: int, available: int | None = None, record: bool = False) -> int:
     """Refuse a run whose results and solver matrices would not fit in memory (a one-line
     UsdphysError with the figure and what lowers it) instead of failing with MemoryError
     halfway. Returns the estimate in bytes."""
-    need, rows = memory_estimate(model, frames, worlds)
+    need, rows = memory_estimate(model, frames, worlds, record)
     available = available_memory() if available is None else available
     if available is not None and need > available:
         raise UsdphysError(
             f"this run needs about {_size(need)} of memory ({frames + 1} frames x {worlds} world(s) x "
             f"{model.body_count} bodies of poses, {rows}x{rows} solver matrices per world) but "
             f"{_size(available)} is available; lower it with fewer frames (--fps, --duration) or "
-            "fewer worlds (--worlds)")
+            "fewer worlds (--worlds)" + (", or record fewer groups (--record)" if record else ""))
     return need
 
 
@@ -278,7 +283,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     frames = max(1, math.ceil(frames_f - 1e-9))
     if model.world_count != worlds and model.world_count != 1:
         raise UsdphysError(f"model has {model.world_count} worlds but worlds={worlds} was asked")
-    check_memory(model, frames, int(worlds))  # before replicate(): that alone can be too big
+    check_memory(model, frames, int(worlds), record=groups.any)  # before replicate(): that alone can be too big
     if model.world_count != worlds:
         model = model.replicate(worlds)
 
