@@ -240,6 +240,32 @@ def test_multi_turn_angle_and_limit_flag():
     assert abs(abs(torque[1]) - G * L * math.sin(math.radians(10.0))) <= 1e-6
 
 
+def test_ball_joint_rotations_have_no_coordinate():
+    # a ball joint's per-axis twists jump by 180 degrees: none is recorded, the reaction is
+    txt = (body("Bob", pos=(0, 0, -1.0), mass=1.0, inertia=(1e-3,) * 3)
+           + joint("PhysicsSphericalJoint", "Ball", "Bob", pos1=(0, 0, 1.0)))
+    r = simulate(stage(txt, gravity=G), duration=0.05, dt=1e-3, fps=100, record="joints")
+    assert sorted(c.name for c in r.channels) == ["forceLocal", "torqueLocal"]
+    # hanging at rest: the joint carries the weight, straight up (gravity as read: a float
+    # attribute); the Newton stop at 1e-12 m leaves up to m tol / h^2 = 1e-6 N in a step's impulse
+    assert np.allclose(r.channel("/Ball", "forceLocal")[1:, 0], -r.model.gravity, rtol=0, atol=1e-6)
+
+
+def test_recording_leaves_a_continued_run_unchanged():
+    """The look-ahead step that completes the last frame is undone: a solver that recorded
+    continues exactly like one that did not."""
+    from usdphys.solver import Solver
+    from usdphys.usd.reader import read_stage
+
+    model, _ = read_stage(pendulum(60.0))
+    a, b = Solver(model), Solver(model)
+    a.run(5, 10, 1e-3, record="all")
+    b.run(5, 10, 1e-3)
+    ra, rb = a.run(5, 10, 1e-3, record="joints"), b.run(5, 10, 1e-3)
+    assert np.array_equal(ra.pos, rb.pos) and np.array_equal(ra.rot, rb.rot)
+    assert np.array_equal(a.state()[2], b.state()[2])
+
+
 def test_world_residual_and_stage_units(tmp_path):
     r = simulate(pendulum(30.0, mpu=0.01), duration=0.5, dt=1e-3, fps=50, record="bodies,world")
     res = r.channel("/Scene", "constraintResidual")[:, 0]

@@ -69,14 +69,17 @@ def make_figure(times, channels, what=DEFAULT_WHAT, title: str = ""):
     panels: dict[tuple[str, str], list] = {}
     for c in chosen:
         panels.setdefault((c.quantity, c.unit), []).append(c)
-    fig = Figure(figsize=(9, 2.6 * len(panels) + 0.6), layout="constrained")
+    # prims named below their common ancestor (said in the title): legends stay readable
+    prefix = _common_parent([c.prim for c in chosen])
+    fig = Figure(figsize=(12, 2.6 * len(panels) + 0.6), layout="constrained")
     axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     t = np.asarray(times, float)
     for ax, ((quantity, unit), chans) in zip(axes, panels.items()):
         several = len({c.name for c in chans}) > 1
         for c in chans:
             v = np.asarray(c.values)[:, 0]
-            label = f"{c.prim} {c.name}" if several else c.prim
+            prim = c.prim[len(prefix):] if prefix else c.prim
+            label = f"{prim} {c.name}" if several else prim
             if v.ndim == 2:
                 for k, comp in enumerate("xyz"):
                     ax.plot(t[: v.shape[0]], v[:, k], label=f"{label} {comp}")
@@ -84,11 +87,27 @@ def make_figure(times, channels, what=DEFAULT_WHAT, title: str = ""):
                 ax.plot(t[: v.shape[0]], v, label=label)
         ax.set_ylabel(f"{quantity} [{unit}]")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="small", loc="best", ncol=1 if len(ax.lines) <= 8 else 2)
+        # beside the panel, not over the curves (machines have many joints)
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                  ncol=1 if len(ax.lines) <= 14 else 2)
     axes[-1].set_xlabel("time [s]")
+    if prefix:
+        title = f"{title}: prims under {prefix.rstrip('/')}" if title else f"prims under {prefix.rstrip('/')}"
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _common_parent(paths: list[str]) -> str:
+    """'/A/B/' when every path lies strictly below /A/B (and that is deeper than the root), else ''."""
+    parts = [p.strip("/").split("/") for p in paths]
+    common = []
+    for names in zip(*parts):
+        if len(set(names)) != 1:
+            break
+        common.append(names[0])
+    common = common[: min(len(p) for p in parts) - 1]
+    return "/" + "/".join(common) + "/" if common else ""
 
 
 def plot(result_path, output_path, what=DEFAULT_WHAT):

@@ -295,8 +295,12 @@ def plan_outputs(model, er, groups, frame_dt: float, device) -> OutputLayout:
             p0, q0 = model.frame_in_com(b0, model.joint_pos0[j], model.joint_rot0[j])
             p1, q1 = model.frame_in_com(b1, model.joint_pos1[j], model.joint_rot1[j])
             locked = np.asarray(model.joint_locked[j], bool)
+            # Two or three free rotations (universal, ball) have no angle per axis that is free of
+            # jumps (the twist about one axis flips by 180 degrees where another swings past 90):
+            # only translations and a single free rotation are recorded as coordinates.
+            free_rot = int(np.count_nonzero(~locked[3:]))
             for d in range(6):
-                if locked[d]:
+                if locked[d] or (d >= 3 and free_rot > 1):
                     continue
                 k, a = (int(RowKind.LIN), d) if d < 3 else (int(RowKind.TWIST), d - 3)
                 mine = (src == j) & (kind == k) & (axis == a)
