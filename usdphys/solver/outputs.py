@@ -184,9 +184,8 @@ def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.f
             P0 = x0 + wp.quat_rotate(r0, pl.j_p0[j])
             Q0 = r0 * pl.j_q0[j]
             F = out.jforce[f, w, j]
-            T = out.jtorque[f, w, j]  # about body1's centre of mass
-            if pl.j_b1[j] >= 0:
-                T = T - wp.cross(P0 - x1, F)
+            T = out.jtorque[f, w, j]  # about body1's centre of mass (the origin for the world)
+            T = T - wp.cross(P0 - x1, F)
             F = wp.quat_rotate_inv(Q0, F)
             T = wp.quat_rotate_inv(Q0, T)
             if f == 0 and out.start_exact != 0:
