@@ -3,7 +3,8 @@
     convert      usdphys.converters.chrono.convert_file
     check        usdphys.usd.check.check_stage
     assemble     usdphys.usd.assemble.assemble_to_layer
-    simulate     usdphys.simulate.simulate
+    simulate     usdphys.simulate.simulate (+ Result.write_table)
+    plot         usdphys.plot.plot
     plugin-path  usdphys.usd.plugin.plugin_path
 
 Each subcommand is an argparse setup plus a function args -> exit status. pxr, Warp and the
@@ -131,6 +132,12 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--worlds", type=int, default=1,
                         help="simulate N copies at once (benchmarking); world 0 is written")
     parser.add_argument("--allow-missing", action="store_true", help=ALLOW_MISSING_HELP)
+    parser.add_argument("--record", default=None, metavar="GROUPS",
+                        help="also record bodies,joints,elements,world (comma-separated, or all): velocities, "
+                             "joint coordinates and reactions, element forces, energies (docs/recording.md)")
+    parser.add_argument("--table", default=None, metavar="FILE",
+                        help="also write the recorded quantities as a table (.csv, or .parquet with pyarrow); "
+                             "records all groups unless --record says which")
 
 
 def _simulate(args) -> int:
@@ -138,6 +145,17 @@ def _simulate(args) -> int:
     from usdphys.usd.stage import check_output_path
 
     check_output_path(args.output, args.input)  # fail before minutes of simulation
+    record = args.record
+    if args.table is not None:
+        from usdphys.table import check_table_path
+
+        check_table_path(args.table, args.input)
+        if Path(args.table).resolve() == Path(args.output).resolve():
+            raise UsdphysError(f"{args.table}: the table and the result layer must be different files")
+        record = record or "all"
+    from usdphys.types.recording import RecordGroups
+
+    RecordGroups.parse(record)  # a bad group name fails before the run
     if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
         raise UsdphysError(f"--device {args.device}: expected cpu or cuda")
     if str(args.device).startswith("cuda"):
@@ -147,13 +165,33 @@ def _simulate(args) -> int:
         if cuda_device_count() == 0:
             raise UsdphysError(f"--device {args.device}: no CUDA device on this machine; use --device cpu")
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
-                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing)
+                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing, record=record)
     out = result.write(args.output)
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")
     reduced = int(np.max(result.reduced_steps)) if result.reduced_steps is not None else 0
     print(f"largest joint residual {float(np.max(result.max_constraint_error)):.3g} m or rad; "
           f"{reduced} step(s) reduced to converge")
+    if args.table is not None:
+        table = result.write_table(args.table)
+        print(f"wrote {table}: {len(result.table()) - 1} columns")
+    return 0
+
+
+# ---------------------------------------------------------------------------- plot
+def _plot_arguments(parser) -> None:
+    parser.add_argument("result", help="result layer written by simulate --record, or its --table (.csv/.parquet)")
+    parser.add_argument("-o", "--output", required=True, help="picture to write (.png, .svg or .pdf)")
+    parser.add_argument("--what", default="joints,elements,energy",
+                        help="groups to draw: bodies, joints, elements, energy (comma-separated; default "
+                             "joints,elements,energy)")
+
+
+def _plot(args) -> int:
+    from usdphys.plot import plot
+
+    fig = plot(args.result, args.output, what=args.what)
+    print(f"wrote {args.output}: {len(fig.axes)} panel(s), {sum(len(a.lines) for a in fig.axes)} series")
     return 0
 
 
@@ -180,6 +218,8 @@ SUBCOMMANDS = {
                  _assemble_arguments, _assemble),
     "simulate": ("simulate a UsdPhysics stage and write body motion as time samples in a new layer",
                  _simulate_arguments, _simulate),
+    "plot": ("plot the quantities a simulation recorded (joints, elements, energy) into a .png / .svg / .pdf",
+             _plot_arguments, _plot),
     "plugin-path": ("print the folder to put on PXR_PLUGINPATH_NAME (usdview and other USD apps)",
                     _plugin_path_arguments, _plugin_path),
 }

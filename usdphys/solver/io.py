@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
-from usdphys.solver import forces
+from usdphys.solver import forces, outputs
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
 from usdphys.solver.ldl import row_envelope
@@ -238,19 +238,16 @@ def make_diagnostics(worlds: int, device=None) -> K.Diagnostics:
     dg.fail_row = wp.full(W, -1, dtype=wp.int32, device=dev)
     dg.fail_err = wp.zeros(W, dtype=wp.float64, device=dev)
     dg.fail_time = wp.zeros(W, dtype=wp.float64, device=dev)
+    dg.frame_error = wp.zeros(W, dtype=wp.float64, device=dev)
     return dg
 
 
-def make_output(device_model: DeviceModel, worlds: int, frames: int, device=None) -> K.FrameOutput:
-    """Poses and motor efforts of frames 0 .. frames (frame 0: the assembled start)."""
-    dev = wp.get_device(device)
-    W = int(worlds)
-    Bn = max(device_model.body_count, 1)
-    out = K.FrameOutput()
-    out.pos = wp.zeros((frames + 1, W, Bn), dtype=wp.vec3d, device=dev)
-    out.rot = wp.zeros((frames + 1, W, Bn), dtype=wp.quatd, device=dev)
-    out.eff = wp.zeros((frames + 1, W, max(device_model.motor_count, 1)), dtype=wp.float64, device=dev)
-    return out
+def make_output(device_model: DeviceModel, worlds: int, frames: int, device=None,
+                layout: outputs.OutputLayout | None = None) -> K.FrameOutput:
+    """Poses, motor efforts and the recorded groups of `layout` (outputs.py) for frames
+    0 .. frames (frame 0: the assembled start)."""
+    return outputs.make_output(layout, device_model.body_count, device_model.motor_count, worlds, frames,
+                               wp.get_device(device))
 
 
 __all__ = ["DeviceModel", "DeviceState", "make_diagnostics", "make_output", "make_scratch", "make_state", "put_model"]

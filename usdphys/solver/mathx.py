@@ -184,3 +184,24 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         jl1 = n
         ja1 = wp.cross(P1 - x1, n)
     return g, jl0, ja0, jl1, ja1
+
+
+@wp.func
+def start_turn(g: wp.float64, lo: wp.float64, hi: wp.float64) -> wp.float64:
+    """The multi-turn value of a wrapped angle g in (-pi, pi] to start from: g itself when it
+    lies in [lo, hi] or the range is open there, else g + 2 pi k for the k that brings it into
+    the range, else the turn nearest to the range. O(1) for any range (even +-1e30)."""
+    q = g
+    if q < lo:
+        q = g + TWO_PI * wp.ceil((lo - g) / TWO_PI)
+        if q > hi:  # no turn fits: take the nearer of the two around the range
+            below = q - TWO_PI
+            if lo - below < q - hi:
+                q = below
+    elif q > hi:
+        q = g - TWO_PI * wp.ceil((g - hi) / TWO_PI)
+        if q < lo:
+            above = q + TWO_PI
+            if above - hi < lo - q:
+                q = above
+    return q
