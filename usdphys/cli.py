@@ -4,6 +4,7 @@
     check        usdphys.usd.check.check_stage
     assemble     usdphys.usd.assemble.assemble_to_layer
     simulate     usdphys.simulate.simulate
+    render       usdphys.drawing.render
     plugin-path  usdphys.usd.plugin.plugin_path
 
 Each subcommand is an argparse setup plus a function args -> exit status. pxr, Warp and the
@@ -157,6 +158,31 @@ def _simulate(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- render
+def _render_arguments(parser) -> None:
+    parser.add_argument("result", help="result layer written by usdphys simulate (or any stage with time samples)")
+    parser.add_argument("-o", "--output", required=True,
+                        help="picture: .png (a strip of frames side by side), .gif or .mp4 (an animation)")
+    parser.add_argument("--frames", default=None,
+                        help="frames to draw: '0,30,60' or 'start:stop[:step]' (default: 6 evenly spaced for "
+                             ".png, all for .gif / .mp4)")
+    parser.add_argument("--size", default="480x360", help="WIDTHxHEIGHT of one frame in pixels (default 480x360)")
+    parser.add_argument("--geometry", default="auto", choices=("auto", "visual", "collision"),
+                        help="what to draw (default: visual shapes, else collision shapes)")
+    parser.add_argument("--view", default=None,
+                        help="AZIMUTH,ELEVATION in degrees about the stage's up axis (default: from the motion)")
+    parser.add_argument("--fps", type=float, default=None, help="animation frames per second (default: real time)")
+
+
+def _render(args) -> int:
+    from usdphys.drawing import render
+
+    out, _, scene = render(args.result, args.output, frames=args.frames, size=args.size, geometry=args.geometry,
+                           view=args.view, fps=args.fps)
+    print(f"wrote {out}: {len(scene.time_codes)} frame(s), {len(scene.meshes)} shape(s)")
+    return 0
+
+
 # ---------------------------------------------------------------------------- plugin-path
 def _plugin_path_arguments(parser) -> None:
     parser.add_argument("--export", action="store_true", help="print a shell `export` line instead")
@@ -180,6 +206,8 @@ SUBCOMMANDS = {
                  _assemble_arguments, _assemble),
     "simulate": ("simulate a UsdPhysics stage and write body motion as time samples in a new layer",
                  _simulate_arguments, _simulate),
+    "render": ("draw the bodies' shapes at chosen frames of a result: a PNG strip, a GIF or an MP4 (no display needed)",
+               _render_arguments, _render),
     "plugin-path": ("print the folder to put on PXR_PLUGINPATH_NAME (usdview and other USD apps)",
                     _plugin_path_arguments, _plugin_path),
 }
