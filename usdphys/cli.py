@@ -132,6 +132,38 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--worlds", type=int, default=1,
                         help="simulate N copies at once (benchmarking); world 0 is written")
     parser.add_argument("--allow-missing", action="store_true", help=ALLOW_MISSING_HELP)
+    parser.add_argument("--laws", default=None, metavar="MODULE",
+                        help="user force laws named by mbd:userLaw: a Python module (dotted name or .py file) "
+                             "whose LAWS dict, or else whose @wp.func functions by name, supply them")
+
+
+def _load_laws(spec: str) -> dict:
+    """--laws: a module's LAWS dict, else its Warp functions by attribute name."""
+    import importlib
+    import importlib.util
+
+    try:
+        if spec.endswith(".py"):
+            path = Path(spec)
+            if not path.is_file():
+                raise UsdphysError(f"--laws {spec}: file not found")
+            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(spec)
+    except UsdphysError:
+        raise
+    except Exception as exc:  # the user's module failed to import: say where, in one line
+        raise UsdphysError(f"--laws {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
+    laws = getattr(module, "LAWS", None)
+    if laws is None:
+        from usdphys.solver.forces import warp_functions
+
+        laws = warp_functions(vars(module))
+    if not isinstance(laws, dict) or not laws:
+        raise UsdphysError(f"--laws {spec}: no laws found (define LAWS = {{name: warp_function}} or @wp.func functions)")
+    return laws
 
 
 def _simulate(args) -> int:
@@ -147,8 +179,9 @@ def _simulate(args) -> int:
 
         if cuda_device_count() == 0:
             raise UsdphysError(f"--device {args.device}: no CUDA device on this machine; use --device cpu")
+    laws = _load_laws(args.laws) if args.laws else None
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
-                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing)
+                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing, laws=laws)
     out = result.write(args.output)
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")

@@ -35,7 +35,7 @@ class RowLaw(IntEnum):
     NONE = 0
     LINEAR = 1  # f = P - k (g - x0) - c (gdot - v0)
     PACKED = 2  # TSDA / RSDA curves and maps (types.laws.PackedLaws)
-    AXIAL = 3  # Exudyn-style axial law, built in or a user Warp function
+    USER = 3  # a user Warp function (mbd:userLaw) of (t, g, gdot - v0, k, c, x0): f = P - law
     ARMATURE = 4  # impulse -a (gdot_{n+1/2} - gdot_{n-1/2})
     EFFORT = 5  # force motor: impulse h u(t_n)
 
