@@ -40,3 +40,10 @@ def pulsing_np(t, dx, dv, k, d, offset):
 
 def saturating_np(t, x, xdot, k, d, offset):
     return k * np.tanh(x - offset) + d * xdot
+
+
+@wp.func
+def broken(t: wp.float64, dx: wp.float64, dv: wp.float64, k: wp.float64, d: wp.float64,
+           offset: wp.float64) -> wp.float64:
+    # float64 ** int has no Warp overload: a law Warp cannot compile (the error test)
+    return k * (dx - offset) ** 3

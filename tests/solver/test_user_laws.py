@@ -97,3 +97,9 @@ def test_cli_laws_module(tmp_path, capsys):
     assert main(args + ["--laws", "no.such.module"]) == 1
     err = capsys.readouterr().err.strip()
     assert "--laws no.such.module: cannot import it" in err and "\n" not in err
+
+
+def test_a_law_that_does_not_compile_is_one_line():
+    with pytest.raises(UsdphysError, match=r"a user force law does not compile: .*broken.*") as info:
+        simulate(stage(model_text(law_b="broken")), duration=0.01, laws={**U.LAWS, "broken": U.broken})
+    assert "\n" not in str(info.value)

@@ -84,6 +84,13 @@ class Solver:
         tol = wp.float64(self.tol)
         # the user laws are compiled into the kernel: this solver's (no-op when unchanged)
         forces.install_user_laws(self.dm.user_laws)
+        if self.dm.user_laws:
+            # built here, not at the first launch, so a law Warp cannot compile is one line
+            try:
+                wp.load_module(K, device=dev)
+            except Exception as exc:  # Warp's codegen / compiler error about the user's code
+                parts = [p.strip() for p in str(exc).replace("\n", " ").split(";") if p.strip()]
+                raise UsdphysError("a user force law does not compile: " + "; ".join(parts[-2:])) from None
         if not self._started:
             # Leapfrog start: the velocity the step uses is the half-step velocity v(-h/2) =
             # v(0) - h/2 g (dynamic bodies). Without it positions lag by g t h / 2 (first
