@@ -122,14 +122,15 @@ def test_length_stops_are_hard():
     assert lb.min() >= 0.7 - 1e-9 and lb.min() <= 0.7 + 1e-9
 
 
-def test_spring_mass_is_lumped_into_the_ends():
-    """springMass m_s at fraction f: body1 gets f m_s (docs/forces.md, lumped approximation):
-    the oscillator runs at sqrt(k / (m + f m_s))."""
+def test_spring_mass_on_a_world_spring():
+    """springMass m_s at fraction f on a spring from the world to body1: the particle moves at
+    f times body1's velocity, so it adds f^2 m_s (Modelica LineForceWithMass; docs/forces.md):
+    the oscillator runs at sqrt(k / (m + f^2 m_s)). Starts accelerating (tests the start)."""
     m, ms, f, k, A = 1.0, 0.6, 0.5, 100.0, 0.05
     txt = body("B", pos=(1.0 + A, 0, 0), mass=m) + spring("S", "B", stiffness=k, restLength=1.0, springMass=ms,
                                                            springMassFraction=f)
     r = simulate(stage(txt), duration=1.0, dt=1e-4, fps=1000)
-    xa = damped(r.times, A, 0.0, k, 1e-300, m + f * ms)
+    xa = damped(r.times, A, 0.0, k, 1e-300, m + f * f * ms)
     assert np.max(np.abs(r.positions[:, 0, 0, 0] - 1.0 - xa)) <= 1e-6
 
 

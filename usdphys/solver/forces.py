@@ -43,7 +43,7 @@ from usdphys.types.enums import RowLaw, RowMotor
 from usdphys.errors import UsdphysError, warn
 from usdphys.types.laws import LINE_EPS, PackedLaws
 from usdphys.solver.laws import spring_damper_law
-from usdphys.types.model import MODE_EQUAL, MODE_FRICTION, MODE_LAW, MODE_LOWER, MODE_UPPER, ROW_DIST, ROW_LIN, ROW_PERP, ROW_TWIST, Model, RowTable
+from usdphys.types.model import MODE_EQUAL, MODE_FRICTION, MODE_LAW, MODE_LOWER, MODE_UPPER, ROW_DIST, ROW_LIN, ROW_PERP, ROW_POINT, ROW_TWIST, Model, RowTable
 from usdphys.math3d import quat_between, quat_conj
 from usdphys.types.timefunc import PackedTimeFunctions
 from usdphys.solver.timefunc import eval_time_function
@@ -482,6 +482,14 @@ def build_element_rows(model: Model, table: RowTable, law_names: dict[str, int] 
         else:
             rl.add(sd.paths[e], ROW_DIST, 0, MODE_LAW, b0, b1, p0, _IDENT, p1, _IDENT, x0, k, c, law=LAW_PACKED,
                    lawidx=li, preload=P)
+        # Multibody.jl Spring(m, lengthfraction): a particle kinematically on the line, exact:
+        # three armature rows along the world axes on the point (1 - lam) P0 + lam P1 carry
+        # its inertia (impulse -m (rdot+ - rdot-) per axis) and its weight (P = m g_k)
+        ms, lam = float(sd.spring_mass[e]), float(sd.spring_mass_fraction[e])
+        if ms > 0:
+            for k in range(3):
+                rl.add(sd.paths[e], ROW_POINT, k, MODE_LAW, b0, b1, p0, _IDENT, p1, _IDENT, lam, 0.0, ms,
+                       law=LAW_ARMATURE, preload=ms * float(model.gravity[k]))
         if np.isfinite(sd.min_length[e]):
             rl.add(sd.paths[e], ROW_DIST, 0, MODE_LOWER, b0, b1, p0, _IDENT, p1, _IDENT, sd.min_length[e])
         if np.isfinite(sd.max_length[e]):

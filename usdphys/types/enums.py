@@ -16,6 +16,7 @@ class RowKind(IntEnum):
     TWIST = 2  # angle of frame 1 about e0[axis] (radians)
     DIST = 3  # |P1 - P0|
     LIN1 = 4  # e1[axis] . (P1 - P0): along an axis of frame 1 (revolute-translational joint)
+    POINT = 5  # e_world[axis] . ((1 - value) P0 + value P1): a point on the line P0 P1 (spring mass)
 
 
 class RowMode(IntEnum):
