@@ -118,3 +118,28 @@ def test_missing_extra_is_one_line(tmp_path, pendulum, monkeypatch):
     with pytest.raises(UsdphysError, match=r"pip install 'usdphys\[render\]'"):
         render(result, tmp_path / "m.png")
     assert not (tmp_path / "m.png").exists()
+
+
+def test_mp4_without_an_encoder_is_one_line(tmp_path, pendulum, monkeypatch):
+    from matplotlib import animation
+
+    _, result = pendulum
+    monkeypatch.setattr(animation.writers, "is_available", lambda name: False)
+    monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)
+    with pytest.raises(UsdphysError, match=r"\.mp4 needs an ffmpeg encoder") as info:
+        render(result, tmp_path / "m.mp4", frames="0,6")
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "m.mp4").exists()
+
+
+@pytest.mark.parametrize("up", [1, 2])
+def test_camera_axes_are_a_right_handed_frame_with_up_on_screen(up):
+    from usdphys.drawing import view_axes
+
+    for az, el in ((0, 0), (25, 20), (-90, 60), (10, 90)):
+        right, upv, toward = view_axes(up, az, el)
+        frame = np.stack([right, upv, toward])
+        np.testing.assert_allclose(frame @ frame.T, np.eye(3), atol=1e-12)
+        np.testing.assert_allclose(np.cross(right, upv), toward, atol=1e-12)
+        if el < 90:  # the stage's up axis points up the picture, never down
+            assert upv[up] > 0

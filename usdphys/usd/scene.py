@@ -98,7 +98,7 @@ def _owner_body(prim: Usd.Prim) -> Usd.Prim | None:
     return None
 
 
-def _visual(prim: Usd.Prim, cache: UsdGeom.BBoxCache) -> bool:
+def _visual(prim: Usd.Prim) -> bool:
     img = UsdGeom.Imageable(prim)
     if img.ComputeVisibility(Usd.TimeCode.Default()) == UsdGeom.Tokens.invisible:
         return False
@@ -137,11 +137,10 @@ def read_render_scene(stage_or_path, frames=None, geometry: str = "auto") -> Ren
         codes = frames
     tcps = float(stage.GetTimeCodesPerSecond()) or 1.0
 
-    bbox = UsdGeom.BBoxCache(Usd.TimeCode.Default(), [UsdGeom.Tokens.default_])
     prims = list(stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)))
     candidates = {"visual": [], "collision": []}
     for prim in prims:
-        if prim.IsA(UsdGeom.Gprim) and _visual(prim, bbox):
+        if prim.IsA(UsdGeom.Gprim) and _visual(prim):
             candidates["visual"].append(prim)
         if prim.HasAPI(UsdPhysics.CollisionAPI):
             candidates["collision"].append(prim)
