@@ -180,7 +180,7 @@ class _Progress:
 
 
 def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, worlds: int = 1,
-             progress: bool = False, model: Model | None = None, axial_force_law=None,
+             progress: bool = False, model: Model | None = None,
              allow_missing: bool = False, laws: dict | None = None) -> Result:
     """Simulate a USD stage (Usd.Stage or file path) or a Model.
 
@@ -191,8 +191,6 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     laws: {name: Warp function} for the spring-dampers whose mbd:userLaw names them, each
     (t, displacement, velocity, stiffness, damping, offset) -> f, all wp.float64 (Exudyn's user
     function; docs/forces.md); an element naming a law not given is an error naming it.
-    axial_force_law: a Warp function of the same form for every MbdAxialSpringDamper that
-    names no law.
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
     error unless this is True (then a warning, and the stage is simulated without it).
     """
@@ -247,7 +245,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
 
     from usdphys.solver import Solver
 
-    solver = Solver(model, device=device, axial_force_law=axial_force_law, laws=laws)
+    solver = Solver(model, device=device, laws=laws)
     run = solver.run(frames, substeps, h, progress=_Progress(progress))
     pos, rot = model.prim_from_com(run.pos, run.rot)
     return Result(times=np.arange(frames + 1) / fps, body_paths=list(model.body_paths), positions=pos,

@@ -7,6 +7,13 @@ import warp as wp
 
 
 @wp.func
+def cubic(t: wp.float64, dx: wp.float64, dv: wp.float64, k: wp.float64, d: wp.float64,
+          offset: wp.float64) -> wp.float64:
+    e = dx - offset
+    return k * e + d * dv + wp.float64(1000.0) * e * e * e
+
+
+@wp.func
 def hardening(t: wp.float64, dx: wp.float64, dv: wp.float64, k: wp.float64, d: wp.float64,
               offset: wp.float64) -> wp.float64:
     e = dx - offset
@@ -26,7 +33,8 @@ def saturating(t: wp.float64, x: wp.float64, xdot: wp.float64, k: wp.float64, d:
     return k * wp.tanh(x - offset) + d * xdot
 
 
-LAWS = {"hardening": hardening, "pulsing": pulsing, "saturating": saturating}
+# One set for every test that runs user laws: the suite then builds one kernel variant.
+LAWS = {"cubic": cubic, "hardening": hardening, "pulsing": pulsing, "saturating": saturating}
 
 
 def hardening_np(t, dx, dv, k, d, offset):

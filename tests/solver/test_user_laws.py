@@ -72,7 +72,7 @@ def test_each_element_follows_its_own_law():
 
 
 def test_unknown_law_names_the_prim():
-    with pytest.raises(UsdphysError, match=r"/SB: mbd:userLaw = 'nope' is not a law given.*hardening, pulsing, saturating"):
+    with pytest.raises(UsdphysError, match=r"/SB: mbd:userLaw = 'nope' is not a law given.*cubic, hardening, pulsing, saturating"):
         simulate(stage(model_text(law_b="nope")), duration=0.01, laws=U.LAWS)
     with pytest.raises(UsdphysError, match=r"/SA: mbd:userLaw = 'hardening' is not a law given to the simulation \(given: none"):
         simulate(stage(model_text()), duration=0.01)

@@ -47,7 +47,7 @@ class SolverRun:
 
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL,
-                 contact: ContactOptions | None = None, axial_force_law=None, laws=None):
+                 contact: ContactOptions | None = None, laws=None):
         init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model
         try:
@@ -59,7 +59,7 @@ class Solver:
         W = model.world_count
         # model (read-only, shared by all worlds), state (carried between steps, updated in
         # place), scratch (the step's work buffers), diagnostics: see io.py
-        self.dm = io.put_model(model, dev, contact=contact, axial_force_law=axial_force_law, laws=laws)
+        self.dm = io.put_model(model, dev, contact=contact, laws=laws)
         self.m, self.cm = self.dm.data, self.dm.contact
         self.elements = self.dm.elements
         self.rows = self.dm.rows

@@ -404,13 +404,12 @@ def _dof_index(model: Model, j: int, token: str, where: str) -> int:
 
 def build_element_rows(model: Model, table: RowTable, law_names: dict[str, int] | None = None) -> ElementRows:
     """Joint rows from Model.constraint_rows() + the model's elements -> the solver's rows.
-    law_names: user law name -> index in the installed dispatch (install_user_laws); the
-    name "" (when present) is the law of every axial spring-damper that names none."""
+    law_names: user law name -> index in the installed dispatch (install_user_laws)."""
     law_names = law_names or {}
 
     def user_index(path: str, name: str) -> int:
         if name not in law_names:
-            given = ", ".join(sorted(n for n in law_names if n)) or "none"
+            given = ", ".join(sorted(law_names)) or "none"
             raise UsdphysError(f"{path}: mbd:userLaw = '{name}' is not a law given to the simulation "
                                f"(given: {given}; Python: simulate(laws={{...}}), CLI: --laws MODULE)")
         return law_names[name]
@@ -504,7 +503,7 @@ def build_element_rows(model: Model, table: RowTable, law_names: dict[str, int] 
         p1, _ = model.frame_in_com(b1, ax.local_pos1[e], _IDENT)
         name = ax.user_law[e] if e < len(ax.user_law) else ""
         law, which = LAW_LINEAR, -1
-        if name or "" in law_names:
+        if name:
             law, which = LAW_USER, user_index(ax.paths[e], name)
         rl.add(ax.paths[e], ROW_LIN, 0, MODE_LAW, b0, b1, p0, q0, p1, _IDENT, ax.offset[e], ax.stiffness[e],
                ax.damping[e], ax.velocity_offset[e], law=law, lawidx=which, preload=-ax.force[e])

@@ -103,10 +103,9 @@ def twist_limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def user_law_table(laws=None, axial_force_law=None) -> tuple[dict[str, int], tuple]:
+def user_law_table(laws=None) -> tuple[dict[str, int], tuple]:
     """(name -> index, the laws in index order) for forces.build_element_rows and
-    forces.install_user_laws. laws: {name: @wp.func} as named by mbd:userLaw;
-    axial_force_law: the law of every MbdAxialSpringDamper that names none (name "")."""
+    forces.install_user_laws. laws: {name: @wp.func} as named by mbd:userLaw."""
     if laws is None:
         laws = {}
     if not isinstance(laws, dict):
@@ -116,25 +115,22 @@ def user_law_table(laws=None, axial_force_law=None) -> tuple[dict[str, int], tup
         if not isinstance(name, str) or not name.strip():
             raise UsdphysError(f"laws: a law's name must be a non-empty string (as in mbd:userLaw), got {name!r}")
         named[name] = forces.check_user_law(name, fn)
-    if axial_force_law is not None:
-        named[""] = forces.check_user_law("axial_force_law", axial_force_law)
     order = sorted(named)  # a canonical order: the same set of laws is the same kernel
     return {n: i for i, n in enumerate(order)}, tuple(named[n] for n in order)
 
 
 def put_model(model: Model, device=None, contact: ContactOptions | None = None,
-              axial_force_law=None, laws=None) -> DeviceModel:
+              laws=None) -> DeviceModel:
     """Upload everything the step reads and never writes, shared by all worlds.
 
     contact: contact solver options (None: defaults); laws: {name: @wp.func} for the
-    spring-dampers whose mbd:userLaw names them; axial_force_law: a @wp.func for every axial
-    spring-damper that names no law. The laws are compiled into the step kernel, so they are
+    spring-dampers whose mbd:userLaw names them. The laws are compiled into the step kernel, so they are
     installed here and must be re-installed before launching (Solver.run does)."""
     dev = wp.get_device(device)
     B = model.body_count
     rows = model.constraint_rows()
     # force elements, motors, bushings, NewtonJointAPI: extra rows + loads
-    law_names, user_laws = user_law_table(laws, axial_force_law)
+    law_names, user_laws = user_law_table(laws)
     forces.install_user_laws(user_laws)
     elements = forces.build_element_rows(model, rows, law_names)
     rows = elements.rows
