@@ -78,7 +78,9 @@ def _revolve(profile: np.ndarray, axis: int, segments: int = SEGMENTS):
 
 def sphere(radius: float):
     th = np.linspace(0.0, np.pi, RINGS + 1)
-    return _revolve(np.stack([radius * np.sin(th), -radius * np.cos(th)], 1), 2)
+    ring = radius * np.sin(th)
+    ring[[0, -1]] = 0.0  # poles exactly (sin(pi) is 1e-16, a ring with a hole)
+    return _revolve(np.stack([ring, -radius * np.cos(th)], 1), 2)
 
 
 def capsule(radius: float, height: float, axis: int):
