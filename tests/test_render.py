@@ -106,7 +106,8 @@ def test_cli_render_and_one_line_errors(tmp_path, pendulum, capsys):
     for args, needle in ((["-o", str(tmp_path / "x.jpg")], "expected .png, .gif, .mp4"),
                          (["-o", str(png), "--frames", "0,999"], "frame 999 is outside"),
                          (["-o", str(png), "--size", "big"], "WIDTHxHEIGHT"),
-                         (["-o", str(png), "--frames", "a:b"], "--frames")):
+                         (["-o", str(png), "--frames", "a:b"], "--frames"),
+                         (["-o", str(png), "--frames", "0:12", "--size", "4000x20"], "wider than")):
         assert main(["render", str(result), *args]) == 1
         err = capsys.readouterr().err.strip()
         assert needle in err and "\n" not in err and "Traceback" not in err

@@ -30,6 +30,7 @@ FORMATS = (".png", ".gif", ".mp4")
 DEFAULT_SIZE = (480, 360)
 STRIP_FRAMES = 6  # frames in a PNG strip when none are chosen
 MAX_PIXELS = 8192  # per side of one frame: larger is a typo, not a picture
+MAX_STRIP_PIXELS = 32768  # width of a whole strip (Agg draws at most 65536 pixels a side)
 VIEW_AZIMUTH = 25.0  # degrees off the face-on view
 VIEW_ELEVATION = 20.0
 MARGIN = 0.08  # of the framed extent on every side
@@ -279,6 +280,9 @@ def render(result, output, frames=None, size=DEFAULT_SIZE, geometry: str = "auto
     scene = read_render_scene(stage, chosen if chosen is not None else _default_frames(codes, animated), geometry)
     if isinstance(result, (str, os.PathLike)):
         scene.source = os.fspath(result)
+    if not animated and len(scene.time_codes) * w > MAX_STRIP_PIXELS:
+        raise UsdphysError(f"{out}: a strip of {len(scene.time_codes)} frames of {w} pixels is wider than {MAX_STRIP_PIXELS}; "
+                           "choose fewer --frames, a smaller --size, or write a .gif")
     cam = frame_camera(scene, (w, h), view)
     refine(scene, (cam.extent[1] - cam.extent[0]) / REFINE_EDGES)
     n = len(scene.time_codes)
