@@ -5,6 +5,7 @@
     assemble     usdphys.usd.assemble.assemble_to_layer
     simulate     usdphys.simulate.simulate (+ Result.write_table)
     plot         usdphys.plot.plot
+    render       usdphys.drawing.render
     plugin-path  usdphys.usd.plugin.plugin_path
 
 Each subcommand is an argparse setup plus a function args -> exit status. pxr, Warp and the
@@ -138,6 +139,38 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--table", default=None, metavar="FILE",
                         help="also write the recorded quantities as a table (.csv, or .parquet with pyarrow); "
                              "records all groups unless --record says which")
+    parser.add_argument("--laws", default=None, metavar="MODULE",
+                        help="user force laws named by mbd:userLaw: a Python module (dotted name or .py file) "
+                             "whose LAWS dict, or else whose @wp.func functions by name, supply them")
+
+
+def _load_laws(spec: str) -> dict:
+    """--laws: a module's LAWS dict, else its Warp functions by attribute name."""
+    import importlib
+    import importlib.util
+
+    try:
+        if spec.endswith(".py"):
+            path = Path(spec)
+            if not path.is_file():
+                raise UsdphysError(f"--laws {spec}: file not found")
+            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(spec)
+    except UsdphysError:
+        raise
+    except Exception as exc:  # the user's module failed to import: say where, in one line
+        raise UsdphysError(f"--laws {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
+    laws = getattr(module, "LAWS", None)
+    if laws is None:
+        from usdphys.solver.forces import warp_functions
+
+        laws = warp_functions(vars(module))
+    if not isinstance(laws, dict) or not laws:
+        raise UsdphysError(f"--laws {spec}: no laws found (define LAWS = {{name: warp_function}} or @wp.func functions)")
+    return laws
 
 
 def _simulate(args) -> int:
@@ -164,8 +197,10 @@ def _simulate(args) -> int:
 
         if cuda_device_count() == 0:
             raise UsdphysError(f"--device {args.device}: no CUDA device on this machine; use --device cpu")
+    laws = _load_laws(args.laws) if args.laws else None
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
-                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing, record=record)
+                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing, record=record,
+                      laws=laws)
     out = result.write(args.output)
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")
@@ -195,6 +230,31 @@ def _plot(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- render
+def _render_arguments(parser) -> None:
+    parser.add_argument("result", help="result layer written by usdphys simulate (or any stage with time samples)")
+    parser.add_argument("-o", "--output", required=True,
+                        help="picture: .png (a strip of frames side by side), .gif or .mp4 (an animation)")
+    parser.add_argument("--frames", default=None,
+                        help="frames to draw: '0,30,60' or 'start:stop[:step]' (default: 6 evenly spaced for "
+                             ".png, all for .gif / .mp4)")
+    parser.add_argument("--size", default="480x360", help="WIDTHxHEIGHT of one frame in pixels (default 480x360)")
+    parser.add_argument("--geometry", default="auto", choices=("auto", "visual", "collision"),
+                        help="what to draw (default: visual shapes, else collision shapes)")
+    parser.add_argument("--view", default=None,
+                        help="AZIMUTH,ELEVATION in degrees about the stage's up axis (default: from the motion)")
+    parser.add_argument("--fps", type=float, default=None, help="animation frames per second (default: real time)")
+
+
+def _render(args) -> int:
+    from usdphys.drawing import render
+
+    out, _, scene = render(args.result, args.output, frames=args.frames, size=args.size, geometry=args.geometry,
+                           view=args.view, fps=args.fps)
+    print(f"wrote {out}: {len(scene.time_codes)} frame(s), {len(scene.meshes)} shape(s)")
+    return 0
+
+
 # ---------------------------------------------------------------------------- plugin-path
 def _plugin_path_arguments(parser) -> None:
     parser.add_argument("--export", action="store_true", help="print a shell `export` line instead")
@@ -220,6 +280,8 @@ SUBCOMMANDS = {
                  _simulate_arguments, _simulate),
     "plot": ("plot the quantities a simulation recorded (joints, elements, energy) into a .png / .svg / .pdf",
              _plot_arguments, _plot),
+    "render": ("draw the bodies' shapes at chosen frames of a result: a PNG strip, a GIF or an MP4 (no display needed)",
+               _render_arguments, _render),
     "plugin-path": ("print the folder to put on PXR_PLUGINPATH_NAME (usdview and other USD apps)",
                     _plugin_path_arguments, _plugin_path),
 }

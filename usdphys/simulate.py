@@ -218,16 +218,17 @@ class _Progress:
 
 
 def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, worlds: int = 1,
-             progress: bool = False, model: Model | None = None, axial_force_law=None,
-             allow_missing: bool = False, record=None) -> Result:
+             progress: bool = False, model: Model | None = None,
+             allow_missing: bool = False, laws: dict | None = None, record=None) -> Result:
     """Simulate a USD stage (Usd.Stage or file path) or a Model.
 
     duration / dt default to the stage's MbdSimulationAPI (mbd:endTime / mbd:timeStep on the
     PhysicsScene), else 5 s and 1 ms; fps defaults to 60. The step used is the largest one
     <= dt that divides the frame interval 1/fps. worlds > 1 replicates the model (the
     initial state of each world can be edited on a Model passed as `model`).
-    axial_force_law: a Warp function (t, dx, dv, k, d, offset) -> f (wp.float64) replacing the
-    law of every MbdAxialSpringDamper (usdphys.solver.forces.set_axial_force_law).
+    laws: {name: Warp function} for the spring-dampers whose mbd:userLaw names them, each
+    (t, displacement, velocity, stiffness, damping, offset) -> f, all wp.float64 (Exudyn's user
+    function; docs/forces.md); an element naming a law not given is an error naming it.
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
     error unless this is True (then a warning, and the stage is simulated without it).
     record: the groups recorded besides poses, 'bodies,joints,elements,world' (or 'all', a
@@ -289,7 +290,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
 
     from usdphys.solver import Solver
 
-    solver = Solver(model, device=device, axial_force_law=axial_force_law)
+    solver = Solver(model, device=device, laws=laws)
     run = solver.run(frames, substeps, h, progress=_Progress(progress), record=groups)
     pos, rot = model.prim_from_com(run.pos, run.rot)
     from usdphys.solver.outputs import channels as make_channels

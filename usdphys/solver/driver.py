@@ -52,7 +52,7 @@ class SolverRun:
 
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL,
-                 contact: ContactOptions | None = None, axial_force_law=None):
+                 contact: ContactOptions | None = None, laws=None):
         init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model
         try:
@@ -64,7 +64,7 @@ class Solver:
         W = model.world_count
         # model (read-only, shared by all worlds), state (carried between steps, updated in
         # place), scratch (the step's work buffers), diagnostics: see io.py
-        self.dm = io.put_model(model, dev, contact=contact, axial_force_law=axial_force_law)
+        self.dm = io.put_model(model, dev, contact=contact, laws=laws)
         self.m, self.cm = self.dm.data, self.dm.contact
         self.elements = self.dm.elements
         self.rows = self.dm.rows
@@ -94,8 +94,15 @@ class Solver:
         out = io.make_output(self.dm, W, frames, dev, layout)
         h = wp.float64(dt)
         tol = wp.float64(self.tol)
-        # the law is compiled into the kernel: this solver's (no-op when unchanged)
-        forces.set_axial_force_law(self.dm.axial_force_law)
+        # the user laws are compiled into the kernel: this solver's (no-op when unchanged)
+        forces.install_user_laws(self.dm.user_laws)
+        if self.dm.user_laws:
+            # built here, not at the first launch, so a law Warp cannot compile is one line
+            try:
+                wp.load_module(K, device=dev)
+            except Exception as exc:  # Warp's codegen / compiler error about the user's code
+                parts = [p.strip() for p in str(exc).replace("\n", " ").split(";") if p.strip()]
+                raise UsdphysError("a user force law does not compile: " + "; ".join(parts[-2:])) from None
         if not self._started:
             # Leapfrog start: the velocity the step uses is the half-step velocity v(-h/2) =
             # v(0) - h/2 g (dynamic bodies). Without it positions lag by g t h / 2 (first

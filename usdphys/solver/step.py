@@ -226,7 +226,8 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
     b0 = m.row_b0[i]
     b1 = m.row_b1[i]
     return eval_row(m.row_kind[i], m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
-                    body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1))
+                    body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1),
+                    m.row_value[i])
 
 
 @wp.func
@@ -365,8 +366,8 @@ def law_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int, g:
     h = es.hnow[w]
     d = element_delta(sc, w, i, m.row_kind[i], g)
     F = wp.float64(0.0)
-    if el.law[i] == W_LAW_ARMATURE:
-        F = sc.lam[w, i] + m.row_c[i] * (d / h - es.gdot[w, i])
+    if el.law[i] == W_LAW_ARMATURE:  # lam = -a (gdot+ - gdot-) + h P (P: a spring mass's weight)
+        F = sc.lam[w, i] + m.row_c[i] * (d / h - es.gdot[w, i]) - h * el.preload[i]
     else:
         f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i],
                                 es.gun[w, i] + wp.float64(0.5) * d, d / h, es.tnow[w] + wp.float64(0.5) * h, 0)
@@ -1051,6 +1052,11 @@ def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h
             law = el.law[i]
             if law == W_LAW_EFFORT:
                 imp = time_fn(el, int(el.fn[i]), t0)
+            elif law == W_LAW_ARMATURE:
+                # a spring mass's weight; its inertia needs no start: gdot_{-1/2} = gdot(0)
+                # with the bodies' v(-h/2) from their own masses makes the first step's
+                # velocity v(0) + h/2 a(0) with the particle's inertia included (forces.md)
+                imp = el.preload[i]
             elif law != W_LAW_ARMATURE and not (kind == ROW_DIST and g < W_LINE_EPS):
                 f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i], g, gd, t0, 0)
                 es.fprev[w, i] = f

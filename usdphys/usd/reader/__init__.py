@@ -186,13 +186,6 @@ def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged:
     elements = read_elements(stage, body_index, lambda p: joints.get(p, -1),
                              lambda p: world_scale(stage.GetPrimAtPath(p)))
     remap_elements(elements, merged)
-    sd = elements.spring_dampers
-    for e in range(len(sd)):
-        # Multibody.jl Spring(m, lengthFraction): lumped into the two ends (docs/forces.md)
-        m, lam = float(sd.spring_mass[e]), float(sd.spring_mass_fraction[e])
-        if m > 0:
-            model.add_point_mass(int(sd.body0[e]), sd.local_pos0[e], m * (1.0 - lam))
-            model.add_point_mass(int(sd.body1[e]), sd.local_pos1[e], m * lam)
     model.elements = elements
 
 
