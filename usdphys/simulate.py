@@ -181,13 +181,20 @@ class _Progress:
 
 def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, worlds: int = 1,
              progress: bool = False, model: Model | None = None, axial_force_law=None,
-             allow_missing: bool = False) -> Result:
+             allow_missing: bool = False, parameters: dict | None = None, overrides: dict | None = None,
+             threads: int | None = None) -> Result:
     """Simulate a USD stage (Usd.Stage or file path) or a Model.
 
     duration / dt default to the stage's MbdSimulationAPI (mbd:endTime / mbd:timeStep on the
     PhysicsScene), else 5 s and 1 ms; fps defaults to 60. The step used is the largest one
     <= dt that divides the frame interval 1/fps. worlds > 1 replicates the model (the
     initial state of each world can be edited on a Model passed as `model`).
+    parameters: per-world parameters (usdphys.types.params.PARAMETERS), SI:
+    {name: (W, ...) or one value for every world} or {(name, index): values of one entry},
+    e.g. {"body.mass": masses (W, B), ("gravity", 2): [-9.81, -1.62]}.
+    overrides: stage attributes in the stage's units, {"/World/crank.physics:mass": one
+    value or (W,)}, mapped through the reader's provenance (Model.param_sources).
+    threads: CPU threads the worlds are spread over (None: every core when worlds > 1).
     axial_force_law: a Warp function (t, dx, dv, k, d, offset) -> f (wp.float64) replacing the
     law of every MbdAxialSpringDamper (usdphys.solver.forces.set_axial_force_law).
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
@@ -241,10 +248,12 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     check_memory(model, frames, int(worlds))  # before replicate(): that alone can be too big
     if model.world_count != worlds:
         model = model.replicate(worlds)
+    if parameters or overrides:
+        model = _with_parameters(model, parameters or {}, overrides or {})
 
     from usdphys.solver import Solver
 
-    solver = Solver(model, device=device, axial_force_law=axial_force_law)
+    solver = Solver(model, device=device, axial_force_law=axial_force_law, threads=threads)
     run = solver.run(frames, substeps, h, progress=_Progress(progress))
     pos, rot = model.prim_from_com(run.pos, run.rot)
     return Result(times=np.arange(frames + 1) / fps, body_paths=list(model.body_paths), positions=pos,
@@ -252,3 +261,28 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
                   max_constraint_error=run.max_constraint_error, stage=stage, input_path=input_path,
                   assembly_layer=assembly_layer, motor_paths=list(solver.elements.motor_paths),
                   motor_efforts=run.motor_effort, reduced_steps=run.reduced_steps)
+
+
+def _with_parameters(model: Model, parameters: dict, overrides: dict) -> Model:
+    """A copy of `model` (the caller's is not changed) with per-world parameters and stage
+    attribute overrides applied (usdphys.types.params)."""
+    import copy
+
+    from usdphys.types.params import apply_override, split_attribute_path
+
+    if not isinstance(parameters, dict) or not isinstance(overrides, dict):
+        raise UsdphysError("parameters and overrides must be dicts")
+    out = copy.copy(model)
+    out.world_parameters = {k: np.array(v) for k, v in model.world_parameters.items()}
+    for key, values in parameters.items():
+        if isinstance(key, tuple) and len(key) >= 2 and isinstance(key[0], str):
+            index = key[1:] if len(key) > 2 else key[1]
+            out.set_parameter(key[0], values, index=index)
+        elif isinstance(key, str):
+            out.set_parameter(key, values)
+        else:
+            raise UsdphysError(f"parameters key {key!r}: expected a parameter name or (name, index)")
+    for key, values in overrides.items():
+        path, attr = split_attribute_path(key)
+        apply_override(out, path, attr, values)
+    return out

@@ -56,9 +56,9 @@ class ContactModel:
     n_pairs: int
     shapes: ShapeData
     pairs: wp.array(dtype=wp.vec2i)
-    mu_s: wp.array(dtype=wp.float64)  # per shape
-    mu_d: wp.array(dtype=wp.float64)
-    rest: wp.array(dtype=wp.float64)
+    mu_s: wp.array2d(dtype=wp.float64)  # [world, shape] (io.world_param: one row when no world varies it)
+    mu_d: wp.array2d(dtype=wp.float64)
+    rest: wp.array2d(dtype=wp.float64)
     hertz_c: wp.array(dtype=wp.float64)  # (1 - nu^2) / E, 1/Pa
     kappa: wp.array(dtype=wp.float64)  # surface curvature 1/R (0: flat), 1/m
     kn: wp.array(dtype=wp.float64)  # explicit normal stiffness N/m (nan: unauthored)
@@ -369,10 +369,10 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
         else:
             u_old = _rel_vel(D, A0, A1, _get(vel, w, b0), _get(omega, w, b0), _get(vel, w, b1), _get(omega, w, b1))
             slip_ref = wp.sqrt(u_old[1] * u_old[1] + u_old[2] * u_old[2])
-        mu = wp.min(cm.mu_s[sa], cm.mu_s[sb])
+        mu = wp.min(cm.mu_s[w, sa], cm.mu_s[w, sb])
         if slip_ref > v_stick:
-            mu = wp.min(cm.mu_d[sa], cm.mu_d[sb])
-        e = wp.min(cm.rest[sa], cm.rest[sb])
+            mu = wp.min(cm.mu_d[w, sa], cm.mu_d[w, sb])
+        e = wp.min(cm.rest[w, sa], cm.rest[w, sb])
         kind = KIND_HARD
         bn = f64(0.0)
         bp = f64(0.0)
@@ -874,9 +874,10 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     def farr(a):
         return wp.array(np.ascontiguousarray(a, dtype=np.float64), dtype=wp.float64, device=device)
 
-    cm.mu_s = farr(col("static_friction", 0.5))
-    cm.mu_d = farr(col("dynamic_friction", 0.5))
-    cm.rest = farr(col("restitution", 0.0))
+    # materials: one row [1, shape]; usdphys.solver.io widens them to [world, shape] (per-world values)
+    cm.mu_s = farr(col("static_friction", 0.5)[None])
+    cm.mu_d = farr(col("dynamic_friction", 0.5)[None])
+    cm.rest = farr(col("restitution", 0.0)[None])
     young = col("young_modulus", 2e7)
     nu = col("poisson_ratio", 0.3)
     cm.hertz_c = farr((1.0 - nu**2) / np.where(young > 0, young, np.inf))

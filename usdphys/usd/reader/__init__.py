@@ -30,6 +30,7 @@ from pxr import Sdf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError, warn
 from usdphys.types.model import Model
+from usdphys.types.params import add_source, drop_sources
 from usdphys.usd.gfconv import vec3
 from usdphys.usd.reader.bodies import read_bodies, world_scale
 from usdphys.usd.reader.joints import read_joints
@@ -156,8 +157,11 @@ def _read_scene(stage: Usd.Stage, scenes: list, model: Model, defaults: StageDef
     gdir = gdir / n if n > 0 else -up_vec
     gmag = float(sdesc.gravityMagnitude)
     # usd-core reports an unauthored magnitude as -inf: the standard value
-    gmag = gmag * mpu if math.isfinite(gmag) and gmag >= 0 else STANDARD_GRAVITY
+    authored = math.isfinite(gmag) and gmag >= 0
+    gmag = gmag * mpu if authored else STANDARD_GRAVITY
     model.gravity = gdir * gmag
+    if authored:
+        add_source(model, str(spath), "physics:gravityMagnitude", "gravity", (), gdir * mpu)
     sprim = stage.GetPrimAtPath(spath)
     for name, field in _SIMULATION_DEFAULTS:
         attr = sprim.GetAttribute(name)
@@ -191,6 +195,9 @@ def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged:
         if m > 0:
             model.add_point_mass(int(sd.body0[e]), sd.local_pos0[e], m * (1.0 - lam))
             model.add_point_mass(int(sd.body1[e]), sd.local_pos1[e], m * lam)
+            for b in (int(sd.body0[e]), int(sd.body1[e])):  # a lumped spring mass: the body's mass is
+                if b >= 0:  # no longer the authored one alone
+                    drop_sources(model, "body.mass", model.body_paths[b])
     model.elements = elements
 
 
