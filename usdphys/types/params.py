@@ -119,6 +119,9 @@ _MODEL_FIELDS = {
 _SHAPE_FIELDS = {"shape.static_friction": "static_friction", "shape.dynamic_friction": "dynamic_friction",
                  "shape.restitution": "restitution"}
 _SHAPE_DEFAULTS = {"static_friction": 0.5, "dynamic_friction": 0.5, "restitution": 0.0}  # solver.contact's
+_SINGULAR = {"bodies": "body", "joints": "joint", "shapes": "shape", "spring_dampers": "spring damper",
+             "axial_spring_dampers": "axial spring damper", "rotational_spring_dampers": "rotational spring damper",
+             "joint_dofs": "joint DOF ('joint path:dof')"}
 DOF_NAMES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 
 
@@ -229,7 +232,7 @@ def _resolve_index(model, name: str, spec: Parameter, index) -> tuple:
             n = len(names)
             if isinstance(i, str):
                 if i not in names:
-                    raise UsdphysError(f"parameter '{name}': no {spec.entries[:-1].replace('_', ' ')} '{i}' in the model")
+                    raise UsdphysError(f"parameter '{name}': no {_SINGULAR[spec.entries]} '{i}' in the model")
                 i = names.index(i)
         else:
             n = spec.shape[k - (1 if spec.entries else 0)] if k - (1 if spec.entries else 0) < len(spec.shape) else 0
