@@ -130,6 +130,8 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--device", default=None, help="Warp device: cpu or cuda (default: Warp's default)")
     parser.add_argument("--worlds", type=int, default=1,
                         help="simulate N copies at once (benchmarking); world 0 is written")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads the worlds are spread over (default: every core when --worlds > 1)")
     parser.add_argument("--allow-missing", action="store_true", help=ALLOW_MISSING_HELP)
 
 
@@ -147,7 +149,7 @@ def _simulate(args) -> int:
         if cuda_device_count() == 0:
             raise UsdphysError(f"--device {args.device}: no CUDA device on this machine; use --device cpu")
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
-                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing)
+                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing, threads=args.threads)
     out = result.write(args.output)
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")

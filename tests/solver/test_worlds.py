@@ -91,6 +91,10 @@ def test_threads_and_layouts_give_bit_identical_worlds(fourbar_model):
         np.testing.assert_array_equal(got[0], ref[0])
         np.testing.assert_array_equal(got[1], ref[1])
     assert np.ptp(ref[0][-1, :, 0, 0]) > 1e-3  # the worlds differ
+    # world_minor really lays the worlds side by side: [w, b] and [w + 1, b] one element apart
+    minor = Solver(model, threads=1, layout="world_minor")
+    assert minor.st.pos.strides == (24, 24 * 7) and minor.m.inv_mass.strides == (8, 8 * 7)
+    assert Solver(model, threads=1).st.pos.strides[1] == 24
 
 
 @pytest.fixture

@@ -119,6 +119,18 @@ def world_array(values, dtype, device, worlds: int, layout: str = "world_major")
     return view
 
 
+def world_zeros(shape, dtype, device, layout: str = "world_major"):
+    """Zeros of shape (W, n, ...) for per-world state: "world_minor" stores them [n, ..., W] and
+    returns the transposed view (kernels index [w, i] either way; world_array says why)."""
+    if layout != "world_minor" or len(shape) < 2:
+        return wp.zeros(shape, dtype=dtype, device=device)
+    base = wp.zeros(tuple(shape[1:]) + (shape[0],), dtype=dtype, device=device)
+    strides = (base.strides[-1],) + tuple(base.strides[:-1])
+    view = wp.array(ptr=base.ptr, dtype=dtype, shape=tuple(shape), strides=strides, device=device)
+    view._usdphys_storage = base
+    return view
+
+
 def lever_length(rows: RowTable) -> float:
     """The model's typical lever arm (m): RMS distance of the rows' frames from their bodies'
     centres of mass, clipped to [1 mm, 1 km]. It weighs rotations against translations in the
@@ -305,14 +317,17 @@ def make_state(model: Model, device_model: DeviceModel, worlds: int | None = Non
         if model.world_count != 1:
             raise ValueError(f"model has {model.world_count} worlds, cannot make a state of {W}")
         pos, rot, vel, omega = (np.repeat(np.asarray(a).reshape(1, B, -1), W, axis=0) for a in (pos, rot, vel, omega))
+    layout = device_model.layout  # the body and row state follow the parameters' layout
     st = K.StateData()
-    st.pos = _arr(pos, wp.vec3d, dev, (W, B, 3)) if B else wp.zeros((W, 1), dtype=wp.vec3d, device=dev)
-    st.rot = _arr(rot, wp.quatd, dev, (W, B, 4)) if B else wp.zeros((W, 1), dtype=wp.quatd, device=dev)
-    st.vel = _arr(vel, wp.vec3d, dev, (W, B, 3)) if B else wp.zeros((W, 1), dtype=wp.vec3d, device=dev)
-    st.omega = _arr(omega, wp.vec3d, dev, (W, B, 3)) if B else wp.zeros((W, 1), dtype=wp.vec3d, device=dev)
+    for name, values, dtype in (("pos", pos, wp.vec3d), ("rot", rot, wp.quatd), ("vel", vel, wp.vec3d),
+                                ("omega", omega, wp.vec3d)):
+        arr = world_zeros((W, max(B, 1)), dtype, dev, layout)
+        if B:
+            arr.assign(np.ascontiguousarray(np.asarray(values, np.float64).reshape(W, B, -1)))
+        setattr(st, name, arr)
     rs = K.RowState()
     for name in ("lwarm", "lwarm2", "lwarm3"):
-        setattr(rs, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
+        setattr(rs, name, world_zeros((W, Rn), wp.float64, dev, layout))
     es = forces.element_state(W, R, dev)
     cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev)
     return DeviceState(data=st, rows=rs, elements=es, contact=cs)
