@@ -108,7 +108,7 @@ def fourbar_model():
 
 
 # ------------------------------------------------------------------ elements and stage overrides
-def spring_stage(k=100.0, c=2.0, friction=0.0, mass=1.0, drive_k=0.0):
+def spring_stage(k=100.0, c=1.0, friction=0.0, mass=1.0, drive_k=0.0):
     """A slider on a prismatic joint pulled by a TSDA, with NewtonJointAPI friction; a wheel on a
     revolute joint with a drive (angular gain authored per degree)."""
     extra = (f'uniform token[] newton:dofs = ["distance"]\n    uniform float[] newton:dynamicFrictionEffort = '
@@ -132,10 +132,11 @@ def test_element_parameters_and_stage_overrides_equal_authored_stages():
                    parameters={"spring.stiffness": np.array(ks)[:, None],
                                "joint_dof.dynamic_friction": np.array(fr)[:, None],
                                "joint_dof.static_friction": np.array(fr)[:, None]},
-                   overrides={"/s.physics:mass": mass, "/axle.drive:angular:physics:stiffness": dk})
+                   overrides={"/s.physics:mass": mass, "/axle.drive:angular:physics:stiffness": dk,
+                              "/spring.mbd:damping": [2.0, 0.5, 4.0]})
     for w in range(3):
-        one = simulate(spring_stage(k=ks[w], friction=fr[w], mass=mass[w], drive_k=dk[w]), duration=0.3, dt=1e-3,
-                       fps=100)
+        one = simulate(spring_stage(k=ks[w], c=[2.0, 0.5, 4.0][w], friction=fr[w], mass=mass[w], drive_k=dk[w]),
+                       duration=0.3, dt=1e-3, fps=100)
         # the authored stage values are float32; the values here are binary-exact in float32, so
         # both paths see the same numbers; 1e-12 m allows the last-bit difference of the per-degree
         # conversion (x / (pi/180) in the reader, x * (180/pi) in the provenance scale)

@@ -275,7 +275,23 @@ def set_parameter(model, name: str, values, index=None) -> None:
                            f"(per world) or {target} (every world)")
     _check_values(name, spec, vals)
     cur[sel] = vals
+    _check_linear_laws(model, name, cur, base)
     model.world_parameters[name] = cur
+
+
+def _check_linear_laws(model, name: str, values: np.ndarray, base: np.ndarray) -> None:
+    """Spring law columns vary only for linear laws: a curve or map law reads its packed table,
+    which every world shares (the varied value would be ignored)."""
+    field = _ELEMENT_FIELDS.get(name, (None, None))[1]
+    if not isinstance(field, tuple):
+        return
+    table = getattr(model.elements, _ELEMENT_FIELDS[name][0])
+    law_i = np.asarray(table.laws.law_i).reshape(-1, 7)
+    changed = np.flatnonzero(np.any(values != base[None], axis=0))
+    for e in changed:
+        if law_i[e, 1] != 0 or law_i[e, 3] != 0 or law_i[e, 5] != 0:
+            raise UsdphysError(f"parameter '{name}': {table.paths[e]} uses a curve or map law; only linear "
+                               "spring laws vary per world")
 
 
 def parameter(model, name: str) -> np.ndarray:

@@ -199,6 +199,28 @@ def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged:
                 if b >= 0:  # no longer the authored one alone
                     drop_sources(model, "body.mass", model.body_paths[b])
     model.elements = elements
+    _record_element_sources(model, elements)
+
+
+def _record_element_sources(model: Model, el) -> None:
+    """Per-world parameter provenance of the spring-damper attributes (usdphys.types.params)."""
+    from usdphys.types.elements import DEG, PER_DEG_TO_PER_RAD
+
+    u = el.units
+    specs = (
+        (el.spring_dampers, "spring", ((Tokens.mbdStiffness, "stiffness", u.mass), (Tokens.mbdDamping, "damping", u.mass),
+                                       (Tokens.mbdRestLength, "rest_length", u.length))),
+        (el.axial_spring_dampers, "axial_spring", ((Tokens.mbdStiffness, "stiffness", u.mass),
+                                                   (Tokens.mbdDamping, "damping", u.mass),
+                                                   (Tokens.mbdOffset, "offset", u.length))),
+        (el.rotational_spring_dampers, "rotational_spring",
+         ((Tokens.mbdStiffness, "stiffness", u.torque * PER_DEG_TO_PER_RAD),
+          (Tokens.mbdDamping, "damping", u.torque * PER_DEG_TO_PER_RAD), (Tokens.mbdRestAngle, "rest_angle", DEG))),
+    )
+    for table, prefix, attrs in specs:
+        for path in table.paths:
+            for attr, field, scale in attrs:
+                add_source(model, path, str(attr), f"{prefix}.{field}", (path,), scale)
 
 
 def _read_contact(stage, model: Model, index: dict, by_type: dict) -> None:
