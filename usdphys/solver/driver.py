@@ -48,11 +48,13 @@ class SolverRun:
 
 
 def default_threads(device, worlds: int) -> int:
-    """CPU threads for `worlds` worlds: every core (os.cpu_count()) when there is more than one
-    world, one otherwise; 1 on CUDA (one launch runs every world)."""
+    """CPU threads for `worlds` worlds: every core this process may run on (os.cpu_count(), or
+    fewer where the process is pinned) when there is more than one world, one otherwise; 1 on
+    CUDA (one launch runs every world)."""
     if wp.get_device(device).is_cuda or worlds <= 1:
         return 1
-    return max(1, min(os.cpu_count() or 1, worlds))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, worlds))
 
 
 class Solver:
