@@ -6,15 +6,14 @@ import time
 FRAMES = 10  # output frames per timed run; steps are split evenly over them
 
 
-def time_solver(model, steps: int, dt: float, device, threads=None):
-    """Warm up (compile / load kernels), then time `steps` steps on `threads` CPU threads
-    (None: the solver's default, every core when there are several worlds).
+def time_solver(model, steps: int, dt: float, device):
+    """Warm up (compile / load kernels), then time `steps` steps.
 
     Returns (world-steps per second, the run, the solver that made it)."""
     from usdphys.solver import Solver
 
-    Solver(model, device, threads=threads).run(1, 10, dt)
-    solver = Solver(model, device, threads=threads)
+    Solver(model, device).run(1, 10, dt)
+    solver = Solver(model, device)
     per_frame = steps // FRAMES
     t0 = time.perf_counter()
     run = solver.run(FRAMES, per_frame, dt)

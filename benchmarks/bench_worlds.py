@@ -17,10 +17,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
-from _timing import time_solver
+from _timing import FRAMES
 from bench_solver import ASSETS, DT, _FIELDS, _gap
 
 REVOLUTE_Y = [True, True, True, True, False, True]
@@ -53,10 +54,19 @@ def load(name: str):
 
 
 def bench_usdphys(name: str, worlds: int, steps: int, threads: int):
+    """(world-steps per wall second, per CPU second of all threads, largest joint gap)."""
+    from usdphys.solver import Solver
+
     model = load(name).replicate(worlds)
-    rate, run, _ = time_solver(model, steps, DT, "cpu", threads=threads)
+    Solver(model, "cpu", threads=threads).run(1, 10, DT)  # warm-up: kernels compiled and loaded
+    solver = Solver(model, "cpu", threads=threads)
+    per_frame = steps // FRAMES
+    t0, c0 = time.perf_counter(), time.process_time()
+    run = solver.run(FRAMES, per_frame, DT)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     pos, rot = model.prim_from_com(run.pos[-1], run.rot[-1])
-    return rate, _gap(model, pos, rot)
+    n = worlds * per_frame * FRAMES
+    return n / wall, n / cpu, _gap(model, pos, rot)
 
 
 def bench_newton_xpbd(name: str, worlds: int, steps: int):
@@ -67,10 +77,13 @@ def bench_newton_xpbd(name: str, worlds: int, steps: int):
         np.savez(npz, **{f: getattr(src, f) for f in _FIELDS})
         out = subprocess.run([sys.executable, str(Path(__file__).with_name("bench_solver.py")), "--newton-worker", npz,
                               str(worlds), str(steps), "cpu", "xpbd"], capture_output=True, text=True)
+    cpu = float("nan")
     for line in out.stdout.splitlines():
+        if line.startswith("CPURATE "):
+            cpu = float(line.split()[1])
         if line.startswith("RESULT "):
             _, sps, gap = line.split()
-            return float(sps), float(gap)
+            return float(sps), cpu, float(gap)
     raise RuntimeError((out.stderr.strip().splitlines() or ["newton worker failed"])[-1])
 
 
@@ -85,21 +98,23 @@ def main(argv=None):
     import importlib.util
 
     have_newton = not args.no_newton and importlib.util.find_spec("newton") is not None
-    print(f"cpu ({os.cpu_count()} cores), {args.worlds} worlds, dt {DT} s, {args.steps} steps; "
-          "world-steps/s (largest joint gap m)")
+    print(f"cpu ({os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}), {args.worlds} worlds, dt {DT} s, "
+          f"{args.steps} steps")
+    print("world-steps per wall second [per CPU second, all threads] (largest joint gap m); on a machine shared "
+          "with other work the wall rate of N threads is capped by the cores left free, the CPU rate is not")
     cols = [f"usdphys {t} thread{'s' if t > 1 else ''}" for t in args.threads] + ["newton xpbd", "best usdphys/xpbd"]
-    print(f"{'model':9s} " + " ".join(f"{c:>24s}" for c in cols))
+    print(f"{'model':9s} " + " ".join(f"{c:>34s}" for c in cols))
     for name in args.models:
         cells, best = [], 0.0
         for t in args.threads:
-            sps, gap = bench_usdphys(name, args.worlds, args.steps, t)
+            sps, cps, gap = bench_usdphys(name, args.worlds, args.steps, t)
             best = max(best, sps)
-            cells.append(f"{sps:12.4g} ({gap:7.1e})")
+            cells.append(f"{sps:10.4g} [{cps:10.4g}] ({gap:7.1e})")
         ratio = "-"
         if have_newton:
             try:
-                nsps, ngap = bench_newton_xpbd(name, args.worlds, args.steps)
-                cells.append(f"{nsps:12.4g} ({ngap:7.1e})")
+                nsps, ncps, ngap = bench_newton_xpbd(name, args.worlds, args.steps)
+                cells.append(f"{nsps:10.4g} [{ncps:10.4g}] ({ngap:7.1e})")
                 ratio = f"{best / nsps:.2f}x"
             except Exception as exc:  # report, keep going
                 print(f"  newton xpbd {name}: {exc}", file=sys.stderr)
@@ -107,7 +122,7 @@ def main(argv=None):
         else:
             cells.append("-")
         cells.append(ratio)
-        print(f"{name:9s} " + " ".join(f"{c:>24s}" for c in cells), flush=True)
+        print(f"{name:9s} " + " ".join(f"{c:>34s}" for c in cells), flush=True)
 
 
 if __name__ == "__main__":
