@@ -196,3 +196,41 @@ def test_unset_parameters_are_broadcast_not_copied():
     np.testing.assert_array_equal(solver.m.inv_mass.numpy()[:, 0], 1.0 / np.arange(1, 6))
     np.testing.assert_array_equal(model.parameter("body.mass")[:, 0], np.arange(1, 6))
     assert model.world(3).body_mass[0] == 4.0 and model.world(3).world_count == 1
+
+
+def test_contact_materials_per_world_equal_single_world_runs_in_both_layouts():
+    """A ball dropped on a plane, sliding sideways: restitution and friction per world. Each
+    world equals the single-world model whose shape table carries its values, in both layouts."""
+    from test_contact import ball_model
+
+    es, mus = [0.0, 0.5, 0.8], [0.1, 0.5, 1.0]
+
+    def ball(e, mu, worlds=1):
+        m = ball_model(0.05, e=e, mu=mu, worlds=worlds)
+        m.body_lin_vel = m.body_lin_vel + np.array([1.0, 0.0, 0.0])
+        return m
+
+    model = ball(0.2, 0.3, worlds=3)
+    model.set_parameter("shape.restitution", np.array([[e, e] for e in es]))
+    model.set_parameter("shape.static_friction", np.array([[mu, mu] for mu in mus]))
+    model.set_parameter("shape.dynamic_friction", np.array([[mu, mu] for mu in mus]))
+    major = run(model, frames=30, substeps=5, threads=2, layout="world_major")
+    minor = run(model, frames=30, substeps=5, threads=1, layout="world_minor")
+    for w in range(3):
+        p1, r1 = run(ball(es[w], mus[w]), frames=30, substeps=5)
+        np.testing.assert_array_equal(major[0][:, w], p1[:, 0])
+        np.testing.assert_array_equal(minor[0][:, w], p1[:, 0])
+        np.testing.assert_array_equal(minor[1][:, w], r1[:, 0])
+    assert np.ptp(major[0][-1, :, 0, 0]) > 1e-3  # friction made the worlds slide differently
+
+
+def test_element_state_in_both_layouts_is_bit_identical():
+    from usdphys.usd.reader import read_stage
+
+    model, _ = read_stage(spring_stage(drive_k=0.1, friction=0.125))
+    model = model.replicate(3)
+    model.set_parameter("spring.stiffness", [[100.0], [400.0], [25.0]])
+    a = run(model, frames=20, threads=1, layout="world_major")
+    b = run(model, frames=20, threads=3, layout="world_minor")
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])

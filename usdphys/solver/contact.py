@@ -914,28 +914,33 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     return cm, info
 
 
-def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device) -> ContactState:
-    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows."""
+def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device, zeros=None) -> ContactState:
+    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows.
+    zeros(shape, dtype) allocates the [world, ...] arrays (io.world_zeros: the memory layout;
+    None: plain wp.zeros); the narrow phase's contact records keep their own layout."""
     W = int(worlds)
     B = max(int(bodies), 1)
     C = int(capacity)
     R = max(int(rows), 1)
+    if zeros is None:
+        def zeros(shape, dtype):
+            return wp.zeros(shape, dtype=dtype, device=device)
     cs = ContactState()
     cs.c = allocate_contacts(W, C, device)
-    cs.bq = wp.zeros((W, B), dtype=wp.transformd, device=device)
-    cs.kind = wp.zeros((W, C), dtype=wp.int32, device=device)
+    cs.bq = zeros((W, B), wp.transformd)
+    cs.kind = zeros((W, C), wp.int32)
     for name in ("dirs", "a0", "a1", "b0", "b1", "kblk"):
-        setattr(cs, name, wp.zeros((W, C), dtype=wp.mat33d, device=device))
+        setattr(cs, name, zeros((W, C), wp.mat33d))
     for name in ("lam", "lamc", "point", "prev_point", "prev_lam", "prev_anc0", "prev_anc1"):
-        setattr(cs, name, wp.zeros((W, C), dtype=wp.vec3d, device=device))
+        setattr(cs, name, zeros((W, C), wp.vec3d))
     for name in ("plam", "bn", "bp", "gam", "f0h", "mu", "rest", "rimp", "prev_slip"):
-        setattr(cs, name, wp.zeros((W, C), dtype=wp.float64, device=device))
+        setattr(cs, name, zeros((W, C), wp.float64))
     cs.prev_count = wp.zeros(W, dtype=wp.int32, device=device)
-    cs.prev_pair = wp.zeros((W, C), dtype=wp.int32, device=device)
+    cs.prev_pair = zeros((W, C), wp.int32)
     for name in ("dv", "dw", "pv", "pw"):
-        setattr(cs, name, wp.zeros((W, B), dtype=wp.vec3d, device=device))
-    cs.jlam = wp.zeros((W, R), dtype=wp.float64, device=device)
-    cs.pjlam = wp.zeros((W, R), dtype=wp.float64, device=device)
+        setattr(cs, name, zeros((W, B), wp.vec3d))
+    cs.jlam = zeros((W, R), wp.float64)
+    cs.pjlam = zeros((W, R), wp.float64)
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
     cs.sweeps = wp.zeros(W, dtype=wp.int32, device=device)
     cs.unconverged = wp.zeros(W, dtype=wp.int32, device=device)

@@ -609,12 +609,17 @@ def element_data(er: ElementRows, device) -> ElementData:
     return d
 
 
-def element_state(worlds: int, rows: int, device) -> ElementState:
+def element_state(worlds: int, rows: int, device, zeros=None) -> ElementState:
+    """Zeroed element state; zeros(shape, dtype) allocates the [world, row] arrays (io.world_zeros:
+    the memory layout; None: plain wp.zeros)."""
     s = ElementState()
     R = max(rows, 1)
+    if zeros is None:
+        def zeros(shape, dtype):
+            return wp.zeros(shape, dtype=dtype, device=device)
     for name in ("rval", "fprev", "gun", "gdot", "sfac", "cfac", "qref", "lmax", "qc", "qg"):
-        setattr(s, name, wp.zeros((worlds, R), dtype=wp.float64, device=device))
-    s.stick = wp.zeros((worlds, R), dtype=wp.int32, device=device)
+        setattr(s, name, zeros((worlds, R), wp.float64))
+    s.stick = zeros((worlds, R), wp.int32)
     s.tnow = wp.zeros(worlds, dtype=wp.float64, device=device)
     s.hnow = wp.zeros(worlds, dtype=wp.float64, device=device)
     s.min_newton = wp.zeros(worlds, dtype=wp.int32, device=device)

@@ -328,8 +328,11 @@ def make_state(model: Model, device_model: DeviceModel, worlds: int | None = Non
     rs = K.RowState()
     for name in ("lwarm", "lwarm2", "lwarm3"):
         setattr(rs, name, world_zeros((W, Rn), wp.float64, dev, layout))
-    es = forces.element_state(W, R, dev)
-    cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev)
+    def zeros(shape, dtype):
+        return world_zeros(shape, dtype, dev, layout)
+
+    es = forces.element_state(W, R, dev, zeros)
+    cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev, zeros)
     return DeviceState(data=st, rows=rs, elements=es, contact=cs)
 
 
