@@ -234,3 +234,48 @@ def test_element_state_in_both_layouts_is_bit_identical():
     b = run(model, frames=20, threads=3, layout="world_minor")
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
+
+
+def material_stage(rest=0.5, dyn=0.25):
+    """A sphere over a ground box, both bound to one physics material (only dynamic friction
+    authored, so it is the static friction too)."""
+    from pxr import Gf, Usd, UsdGeom, UsdPhysics, UsdShade
+
+    st = Usd.Stage.CreateInMemory()
+    UsdGeom.SetStageUpAxis(st, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(st, 1.0)
+    UsdPhysics.Scene.Define(st, "/World/Scene")
+    mat = UsdShade.Material.Define(st, "/Mat/M")
+    api = UsdPhysics.MaterialAPI.Apply(mat.GetPrim())
+    api.CreateDynamicFrictionAttr(dyn)
+    api.CreateRestitutionAttr(rest)
+    ball = UsdGeom.Xform.Define(st, "/Ball")
+    ball.AddTranslateOp().Set(Gf.Vec3d(0, 0, 0.3))
+    UsdPhysics.RigidBodyAPI.Apply(ball.GetPrim()).CreateVelocityAttr(Gf.Vec3f(1.0, 0.0, 0.0))
+    UsdPhysics.MassAPI.Apply(ball.GetPrim()).CreateMassAttr(1.0)
+    sphere = UsdGeom.Sphere.Define(st, "/Ball/S")
+    sphere.GetRadiusAttr().Set(0.1)
+    ground = UsdGeom.Cube.Define(st, "/Ground")
+    ground.AddTranslateOp().Set(Gf.Vec3d(0, 0, -1))
+    for prim in (sphere, ground):
+        UsdPhysics.CollisionAPI.Apply(prim.GetPrim())
+        UsdShade.MaterialBindingAPI.Apply(prim.GetPrim()).Bind(mat, UsdShade.Tokens.weakerThanDescendants, "physics")
+    return st
+
+
+def test_material_overrides_follow_the_bound_shapes():
+    from usdphys.types.params import source_for
+    from usdphys.usd.reader import read_stage
+
+    model, _ = read_stage(material_stage())
+    src = source_for(model, "/Mat/M", "physics:dynamicFriction")
+    assert sorted(t[0] for t in src.targets) == ["shape.dynamic_friction"] * 2 + ["shape.static_friction"] * 2
+    rests, dyns = [0.0, 0.75], [0.125, 0.5]  # float32-exact, as the authored attributes are
+    res = simulate(material_stage(), worlds=2, duration=0.4, dt=1e-3, fps=50,
+                   overrides={"/Mat/M.physics:restitution": rests, "/Mat/M.physics:dynamicFriction": dyns})
+    for w in range(2):
+        one = simulate(material_stage(rests[w], dyns[w]), duration=0.4, dt=1e-3, fps=50)
+        np.testing.assert_array_equal(res.positions[:, w], one.positions[:, 0])
+    assert np.max(np.abs(res.positions[:, 0, 0, 2] - res.positions[:, 1, 0, 2])) > 1e-2  # the bounce differs
+    with pytest.raises(UsdphysError, match=r"in \[0, 1\]"):
+        simulate(material_stage(), worlds=2, duration=0.01, overrides={"/Mat/M.physics:restitution": 1.5})

@@ -43,7 +43,7 @@ class Parameter:
     entries: str  # "" (one value per world), "bodies", "joints", "spring_dampers", ..., "shapes"
     shape: tuple  # per entry
     unit: str
-    accepts: str  # "positive", "nonnegative", "finite", "bound" (finite or +-inf, not NaN)
+    accepts: str  # "positive", "nonnegative", "unit" (0..1), "finite", "bound" (finite or +-inf, not NaN)
     doc: str
 
 
@@ -84,7 +84,7 @@ PARAMETERS: dict[str, Parameter] = dict([
        "NewtonJointAPI dynamic friction effort"),
     _p("shape.static_friction", "shapes", (), "1", "nonnegative", "contact material static friction coefficient"),
     _p("shape.dynamic_friction", "shapes", (), "1", "nonnegative", "contact material dynamic friction coefficient"),
-    _p("shape.restitution", "shapes", (), "1", "nonnegative", "contact material restitution coefficient"),
+    _p("shape.restitution", "shapes", (), "1", "unit", "contact material restitution coefficient, 0..1"),
 ])
 
 # parameters that change the solver's constraint rows (the rest are body, gravity or contact arrays)
@@ -213,11 +213,14 @@ def _check_values(name: str, spec: Parameter, values: np.ndarray) -> None:
         bad = ~(values > 0) | np.isnan(values) | (np.isinf(values) & (name != "joint.drive_max_force"))
     elif spec.accepts == "nonnegative":
         bad = ~np.isfinite(values) | (values < 0)
+    elif spec.accepts == "unit":
+        bad = ~np.isfinite(values) | (values < 0) | (values > 1)
     else:
         bad = ~np.isfinite(values)
     if np.any(bad):
         v = values[bad].flat[0]
-        raise UsdphysError(f"parameter '{name}': value {v!r} is not {spec.accepts} ({spec.unit})")
+        what = "in [0, 1]" if spec.accepts == "unit" else spec.accepts
+        raise UsdphysError(f"parameter '{name}': value {v!r} is not {what} ({spec.unit})")
 
 
 def _resolve_index(model, name: str, spec: Parameter, index) -> tuple:

@@ -270,3 +270,21 @@ def _read_contact(stage, model: Model, index: dict, by_type: dict) -> None:
                             table.filtered_pairs.add((min(i, j), max(i, j)))
     model.shapes = table if len(table) else None
     model.contact_exclude = sorted(exclude)
+    if model.shapes is not None:
+        _record_material_sources(stage, model, table)
+
+
+def _record_material_sources(stage, model: Model, table) -> None:
+    """Per-world parameter provenance of the physics materials: each attribute feeds every
+    shape bound to the material (a dynamic friction authored alone is the static one too)."""
+    for s, mpath in enumerate(getattr(table, "material_paths", None) or []):
+        if mpath is None:
+            continue
+        api = UsdPhysics.MaterialAPI(stage.GetPrimAtPath(mpath))
+        shape = table.paths[s]
+        add_source(model, mpath, "physics:dynamicFriction", "shape.dynamic_friction", (shape,))
+        add_source(model, mpath, "physics:restitution", "shape.restitution", (shape,))
+        static_from_dynamic = (not api.GetStaticFrictionAttr().HasAuthoredValue()
+                               and api.GetDynamicFrictionAttr().HasAuthoredValue())
+        add_source(model, mpath, "physics:dynamicFriction" if static_from_dynamic else "physics:staticFriction",
+                   "shape.static_friction", (shape,))
