@@ -255,6 +255,10 @@ def set_parameter(model, name: str, values, index=None) -> None:
     spec = _spec(name)
     W = model.world_count
     base = base_values(model, name)
+    stored = model.world_parameters.get(name)
+    if stored is not None and stored.shape != (W,) + base.shape:
+        raise UsdphysError(f"parameter '{name}' was set for {stored.shape[0]} worlds of shape {stored.shape[1:]}; the "
+                           f"model now has {W} worlds of shape {base.shape}: set it again after replicate / editing")
     if spec.entries and base.shape[0] == 0:
         raise UsdphysError(f"parameter '{name}': the model has no {spec.entries.replace('_', ' ')}")
     cur = np.array(model.world_parameters.get(name, np.broadcast_to(base, (W,) + base.shape)), float)
