@@ -279,3 +279,17 @@ def test_material_overrides_follow_the_bound_shapes():
     assert np.max(np.abs(res.positions[:, 0, 0, 2] - res.positions[:, 1, 0, 2])) > 1e-2  # the bounce differs
     with pytest.raises(UsdphysError, match=r"in \[0, 1\]"):
         simulate(material_stage(), worlds=2, duration=0.01, overrides={"/Mat/M.physics:restitution": 1.5})
+
+
+def test_simulate_parameters_by_name_and_by_entry_leave_the_callers_model_alone():
+    model = driven_pendulum(k=1.0, c=0.1, upper=1.0).replicate(2)
+    res = simulate(model, worlds=2, duration=0.05, dt=1e-3, fps=100, threads=1,
+                   parameters={("body.mass", "/bob"): [1.0, 3.0], ("joint.drive_stiffness", 0, "rotY"): 5.0,
+                               "gravity": [0.0, 0.0, -1.62]})
+    assert model.world_parameters == {}  # the caller's model is not changed
+    np.testing.assert_array_equal(res.model.parameter("body.mass")[:, 0], [1.0, 3.0])
+    np.testing.assert_array_equal(res.model.parameter("joint.drive_stiffness")[:, 0, 4], [5.0, 5.0])
+    for w, mass in enumerate((1.0, 3.0)):
+        one = simulate(driven_pendulum(mass=mass, gravity=1.62, k=5.0, c=0.1, upper=1.0), duration=0.05, dt=1e-3,
+                       fps=100)
+        np.testing.assert_array_equal(res.positions[:, w], one.positions[:, 0])
