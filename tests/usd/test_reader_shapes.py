@@ -8,12 +8,13 @@ import warp as wp
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
-from usdphys.types.shapes import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE
+from usdphys.types.shapes import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID,
+                                  SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE)
 from usdphys.solver.broadphase import candidate_pairs
 from usdphys.usd.reader.shapes import read_shapes
 from usdphys.math3d import rigid_frame
 from usdphys.solver.narrowphase import CollisionPipeline
-from usdphys.math3d import quat_from_matrix
+from usdphys.math3d import quat_from_matrix, quat_to_matrix
 from usdphys.errors import UsdphysError
 
 # Poses go through float USD attributes (xformOp values are authored as double here, but
@@ -126,12 +127,34 @@ def test_nested_scaled_xforms_units_and_canonical_axes():
     assert axes[2] == pytest.approx([0, 0, 1], abs=TOL) and p[2] == pytest.approx(-0.07)
 
 
-def test_scale_the_shape_cannot_take_is_an_error_naming_the_prim():
-    stage = new_stage()
+def test_sphere_under_any_scale_is_an_ellipsoid():
+    # mujoco-usd-converter writes an MJCF ellipsoid as a Sphere under a non-uniform scale; a
+    # non-uniform scale above a rotation (shear) still maps a sphere to an ellipsoid
+    stage = new_stage(mpu=0.01)
     body(xform(stage, "/B"))
-    collider(xform(stage, "/B/Egg", scale=(1, 1, 2), typ=UsdGeom.Sphere))
-    with pytest.raises(UsdphysError, match="/B/Egg.*uniform scale"):
-        read_shapes(stage, body_lookup(stage)[1])
+    egg = collider(xform(stage, "/B/Egg", scale=(1, 1, 2), typ=UsdGeom.Sphere))
+    egg.GetRadiusAttr().Set(10.0)
+    xform(stage, "/B/Squash", scale=(1, 3, 1))
+    collider(xform(stage, "/B/Squash/Ball", rot_xyz=(0, 0, 30), typ=UsdGeom.Sphere))
+    t = read_shapes(stage, body_lookup(stage)[1])
+    assert t.type.tolist() == [SHAPE_ELLIPSOID, SHAPE_ELLIPSOID]
+    axes = np.sort(t.dims[0])
+    assert axes == pytest.approx([0.1, 0.1, 0.2], abs=TOL)
+    # the sheared one: the image of the unit sphere under the prim's linear map a (rows =
+    # local axes' images): its semi-axes are a's singular values, along the rotated axes
+    m = np.array(UsdGeom.XformCache().GetLocalToWorldTransform(stage.GetPrimAtPath("/B/Squash/Ball")))[:3, :3]
+    sv = np.linalg.svd(m, compute_uv=False) * 0.01
+    assert np.sort(t.dims[1]) == pytest.approx(np.sort(sv), abs=TOL)
+    rot = quat_to_matrix(t.local_rot[1])
+    # every surface point of the ellipsoid is the image of a unit-sphere point
+    u = np.random.default_rng(1).normal(size=(50, 3))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    surf = (u * t.dims[1]) @ rot.T  # ellipsoid points in the body frame
+    back = np.linalg.solve(m.T * 0.01, surf.T).T  # preimages under x -> x a
+    assert np.linalg.norm(back, axis=1) == pytest.approx(np.ones(50), abs=1e-9)
+
+
+def test_scale_the_shape_cannot_take_is_an_error_naming_the_prim():
     stage = new_stage()
     body(xform(stage, "/B"))
     collider(xform(stage, "/B/Oval", scale=(1, 2, 1), typ=UsdGeom.Cylinder))  # axis Z, radial x != y
@@ -156,16 +179,17 @@ def test_mirror_scale_and_mesh_hull_and_unsupported_warning(caplog):
     mesh.GetPointsAttr().Set([Gf.Vec3f(*p) for p in pts])
     collider(mesh)
     UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).GetApproximationAttr().Set("convexHull")
-    collider(UsdGeom.Cone.Define(stage, "/B/Cone"))
+    collider(UsdGeom.Capsule_1.Define(stage, "/B/Taper")).GetRadiusTopAttr().Set(0.2)
     with caplog.at_level(logging.WARNING, logger="usdphys"):
         t = read_shapes(stage, body_lookup(stage)[1])
-    assert "/B/Cone" in caplog.text and "not a supported collision shape" in caplog.text
+    assert "/B/Taper" in caplog.text and "tapered capsule" in caplog.text
     assert t.paths == ["/B/Flip", "/B/Hull"]
     assert t.dims[0] == pytest.approx([1, 1, 1])
     # scale (-1, 1, 1): the mirrored axis is flipped back (a box is symmetric), no rotation
     assert t.local_rot[0] == pytest.approx([0, 0, 0, 1]) and t.local_pos[0] == pytest.approx([0, 0, 0])
-    assert t.type[1] == SHAPE_CONVEX and t.vert_count[1] == 9
-    v = t.verts[t.vert_start[1]: t.vert_start[1] + 9] + t.local_pos[1]
+    # the hull is built once: the centre point (0, 0, 100) is inside and dropped
+    assert t.type[1] == SHAPE_CONVEX and t.vert_count[1] == 8
+    v = t.verts[t.vert_start[1]: t.vert_start[1] + 8] + t.local_pos[1]
     assert v.min(axis=0) == pytest.approx([-0.1, -0.1, 0.0]) and v.max(axis=0) == pytest.approx([0.1, 0.1, 0.4])
     # mesh without approximation (triangle mesh): warned, collides as its hull
     stage2 = new_stage()
