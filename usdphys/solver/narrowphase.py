@@ -18,8 +18,6 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-import weakref
-
 from usdphys.types.shapes import (
     SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH, SHAPE_PLANE,
     SHAPE_SPHERE, ShapeTable,
@@ -932,10 +930,62 @@ def mpr(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transform
 
 
 @wp.func
+def refine_normal(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transformd, infl: wp.float64,
+                  n0: wp.vec3d, depth0: wp.float64, pa0: wp.vec3d, pb0: wp.vec3d):
+    """MPR's normal is the surface normal where the ray from the interior point meets M: on
+    curved parts (ellipsoids, spheres, rims) that is not the normal of least depth, off by
+    (depth x offset)^2 / curvature. The depth along n, h(n) = max over M of m . n, is least
+    (over unit n) at the true penetration depth (or minus the distance when apart), where the
+    support point s(n) is parallel to n. Newton steps on h in the tangent plane, with the
+    Hessian (M's curvature radii less h) from two more support calls; a step is kept only
+    where it lowers h, so flat faces (where MPR is exact) are left as MPR found them."""
+    n = n0
+    depth = depth0
+    pa = pa0
+    pb = pb0
+    sm, sa_, sb_ = msupport(shapes, sa, xa, sb, xb, n, infl, wp.mat33d(), 0)
+    h = wp.dot(sm, n)
+    eps = f64(1.0e-5)
+    for _it in range(10):
+        g = sm - n * h
+        G = wp.length(g)
+        if G <= f64(1.0e-14) * (ONE + wp.length(sm)):
+            break
+        u = g / G
+        v = wp.cross(n, u)
+        # the support point's derivative along the tangent plane (M's curvature radii),
+        # by finite differences: Hessian of h on the sphere = K - h I
+        su, a1, b1 = msupport(shapes, sa, xa, sb, xb, wp.normalize(n + u * eps), infl, wp.mat33d(), 0)
+        sv, a2, b2 = msupport(shapes, sa, xa, sb, xb, wp.normalize(n + v * eps), infl, wp.mat33d(), 0)
+        kuu = wp.dot(su - sm, u) / eps - h
+        kvv = wp.dot(sv - sm, v) / eps - h
+        kuv = HALF * (wp.dot(su - sm, v) + wp.dot(sv - sm, u)) / eps
+        det = kuu * kvv - kuv * kuv
+        if kuu <= ZERO or kvv <= ZERO or det <= f64(1.0e-12) * (kuu * kuu + kvv * kvv):
+            break  # flat or saddle: MPR's answer stands
+        tu = -G * kvv / det
+        tv = G * kuv / det
+        nn = wp.normalize(n + u * tu + v * tv)
+        sn, an, bn = msupport(shapes, sa, xa, sb, xb, nn, infl, wp.mat33d(), 0)
+        hn = wp.dot(sn, nn)
+        if hn >= h:
+            break
+        n = nn
+        h = hn
+        sm = sn
+        mid = HALF * (an + bn)
+        depth = h
+        pa = mid + n * (HALF * h)
+        pb = mid - n * (HALF * h)
+    return n, depth, pa, pb
+
+
+@wp.func
 def convex_convex(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, xb: wp.transformd):
     infl = k.margin + k.ra + k.rb  # finds gaps up to the margin as overlaps of the inflated A
     hit, n, depth, pa, pb = mpr(shapes, k.sa, xa, k.sb, xb, infl, wp.mat33d(), 0)
     if hit:
+        n, depth, pa, pb = refine_normal(shapes, k.sa, xa, k.sb, xb, infl, n, depth, pa, pb)
         emit(c, k, pa - n * infl, pb, n, depth - infl)
 
 
@@ -1216,13 +1266,10 @@ def shape_data(table: ShapeTable, device=None) -> ShapeData:
         meshes.append(m)
         ids[i] = m.id
     s.mesh = wp.array(ids, dtype=wp.uint64, device=device)
-    if meshes:  # the BVHs live as long as the struct that names them
-        _MESH_KEEPALIVE[id(s)] = meshes
-        weakref.finalize(s, _MESH_KEEPALIVE.pop, id(s), None)
+    # the BVHs live as long as the id array does (structs holding this ShapeData share it;
+    # a struct instance itself may be copied when nested in another struct)
+    s.mesh.usdphys_meshes = meshes
     return s
-
-
-_MESH_KEEPALIVE: dict = {}
 
 
 def allocate_contacts(num_worlds: int, capacity: int, device=None) -> Contacts:

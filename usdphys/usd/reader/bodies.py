@@ -137,7 +137,8 @@ def mass_properties(stage, body_prim, desc, shapes, mpu, kpu, warner):
         # UsdPhysics precedence: collider MassAPI > body MassAPI > bound physics material > 1000
         density = s_density * kpu / mpu**3 if s_density else (
             body_density or _material_density(sprim, mpu, kpu) or DEFAULT_DENSITY_SI)
-        res = _shape_mass(sdesc, kind, density, mpu)
+        res = _ellipsoid_mass(sprim, body_prim, density, mpu) if kind == "SphereShape" else None
+        res = res or _shape_mass(sdesc, kind, density, mpu)
         if res is None and kind == "MeshShape":
             res = _mesh_mass(sprim, body_prim, density, mpu)  # the mesh collides as its convex hull
         if res is None:
@@ -234,6 +235,29 @@ def _shape_mass(desc, kind: str, density: float, mpu: float):
     else:
         return None
     return m, lp, rm @ Ic @ rm.T
+
+
+def _ellipsoid_mass(prim, body_prim, density: float, mpu: float):
+    """(mass, com, inertia about com in the body frame) of a Sphere under a non-uniform (or
+    sheared) scale, which collides as an ellipsoid (usd-core's desc takes the largest scale
+    as a radius); None for a uniformly scaled sphere."""
+    radius = UsdGeom.Sphere(prim).GetRadiusAttr().Get() if prim else None
+    if radius is None:
+        return None
+    cache = UsdGeom.XformCache()
+    rel = row_matrix(cache.GetLocalToWorldTransform(prim)) @ np.linalg.inv(
+        rigid_frame(cache.GetLocalToWorldTransform(body_prim)))
+    a = rel[:3, :3]
+    if not np.all(np.isfinite(a)):
+        return None
+    _u, sv, vt = np.linalg.svd(a)
+    if sv[0] - sv[-1] <= 1e-6 * sv[0]:
+        return None
+    ax = sv * float(radius) * mpu  # semi-axes along the rows of vt
+    m = density * 4.0 / 3.0 * math.pi * float(np.prod(ax))
+    sq = ax * ax
+    d = m / 5.0 * np.array([sq[1] + sq[2], sq[0] + sq[2], sq[0] + sq[1]])
+    return m, rel[3, :3] * mpu, vt.T @ np.diag(d) @ vt
 
 
 def _mesh_mass(prim, body_prim, density: float, mpu: float):
