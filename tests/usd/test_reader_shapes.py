@@ -299,3 +299,72 @@ def test_box_on_ground_read_from_usd_gives_four_corner_contacts():
         corners = sorted(tuple(np.round((0.1, 0.2) + sx * 0.1 * ex + sy * 0.05 * ey, 9)) for sx in (-1, 1) for sy in (-1, 1))
         got = sorted(tuple(np.round(p[:2], 9)) for p in c["point1"])
         assert np.array(got) == pytest.approx(np.array(corners), abs=TOL)
+
+
+def test_cones_and_frustums_are_colliders():
+    stage = new_stage(mpu=0.01)
+    body(xform(stage, "/B"))
+    cone = collider(xform(stage, "/B/Cone", scale=(3, 2, 2), typ=UsdGeom.Cone))
+    cone.GetAxisAttr().Set("X")  # the scale's X (3) runs along the axis
+    cone.GetRadiusAttr().Set(5.0)
+    cone.GetHeightAttr().Set(10.0)
+    frustum = collider(UsdGeom.Cylinder_1.Define(stage, "/B/Frustum"))
+    frustum.GetRadiusBottomAttr().Set(4.0)
+    frustum.GetRadiusTopAttr().Set(1.0)
+    frustum.GetHeightAttr().Set(6.0)
+    t = read_shapes(stage, body_lookup(stage)[1])
+    assert t.type.tolist() == [SHAPE_CONE, SHAPE_CONE]
+    assert t.dims[0] == pytest.approx([0.10, 0.15, 0.0], abs=TOL)  # r 5 * 2 cm, half height 5 * 3 cm
+    assert t.dims[1] == pytest.approx([0.04, 0.03, 0.01], abs=TOL)  # bottom, half height, top
+    # the cone's canonical +Z (towards the apex) is its USD axis, X
+    assert quat_to_matrix(t.local_rot[0]) @ np.array([0, 0, 1.0]) == pytest.approx([1, 0, 0], abs=TOL)
+    assert t.bound_radius[0] == pytest.approx(np.hypot(0.10, 0.15))
+    stage = new_stage()
+    body(xform(stage, "/B"))
+    collider(xform(stage, "/B/Oval", scale=(1, 2, 1), typ=UsdGeom.Cone))  # elliptic cross-section
+    with pytest.raises(UsdphysError, match="/B/Oval.*equal scale across its axis"):
+        read_shapes(stage, body_lookup(stage)[1])
+
+
+def _grid_mesh(stage, path, n=3):
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    pts = [(x, y, 0.1 * x * y) for x in range(n + 1) for y in range(n + 1)]
+    mesh.GetPointsAttr().Set([Gf.Vec3f(*p) for p in pts])
+    quads = [(i * (n + 1) + j, (i + 1) * (n + 1) + j, (i + 1) * (n + 1) + j + 1, i * (n + 1) + j + 1)
+             for i in range(n) for j in range(n)]
+    mesh.GetFaceVertexCountsAttr().Set([4] * len(quads))
+    mesh.GetFaceVertexIndicesAttr().Set([k for q in quads for k in q])
+    return collider(mesh), np.array(pts, float), quads
+
+
+def test_static_triangle_mesh_is_a_true_mesh_and_a_moving_one_its_hull(caplog):
+    stage = new_stage(mpu=0.5)
+    xform(stage, "/Terrain", t=(1, 0, 0), scale=(2, 2, 2))
+    _mesh, pts, quads = _grid_mesh(stage, "/Terrain/Ground")
+    body(xform(stage, "/B", t=(0, 0, 5)))
+    _grid_mesh(stage, "/B/Shell")
+    with caplog.at_level(logging.WARNING, logger="usdphys"):
+        t = read_shapes(stage, body_lookup(stage)[1])
+    assert t.type.tolist() == [SHAPE_MESH, SHAPE_CONVEX]
+    assert "/Terrain/Ground" not in caplog.text  # a static mesh needs no excuse
+    assert "/B/Shell" in caplog.text and "convex hull" in caplog.text and "moving body" in caplog.text
+    # every quad fanned into two triangles; the points in world metres about the shape origin
+    assert t.tri_count[0] == 2 * len(quads) and t.vert_count[0] == len(pts)
+    world = t.verts[: len(pts)] + t.local_pos[0]
+    assert world == pytest.approx((pts * 2 + (1, 0, 0)) * 0.5, abs=1e-6)  # float32 points
+    tri = t.tris[t.tri_start[0]: t.tri_start[0] + 2]
+    assert tri.tolist() == [[quads[0][0], quads[0][1], quads[0][2]], [quads[0][0], quads[0][2], quads[0][3]]]
+    # the moving one: only the hull's vertices are kept (the bilinear surface's four corners
+    # and the edge points that bulge out), never the whole point list scanned every step
+    assert 4 <= t.vert_count[1] < len(pts)
+
+
+def test_broken_mesh_faces_are_an_error_naming_the_prim():
+    stage = new_stage()
+    mesh, _pts, _q = _grid_mesh(stage, "/Ground")
+    mesh.GetFaceVertexIndicesAttr().Set([0, 1, 99] + [0] * 33)
+    with pytest.raises(UsdphysError, match="/Ground: faceVertexIndices"):
+        read_shapes(stage, lambda p: -1)
+    mesh.GetFaceVertexCountsAttr().Set([4, 4])
+    with pytest.raises(UsdphysError, match="/Ground: faceVertexCounts"):
+        read_shapes(stage, lambda p: -1)
