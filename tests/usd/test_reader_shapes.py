@@ -368,3 +368,46 @@ def test_broken_mesh_faces_are_an_error_naming_the_prim():
     mesh.GetFaceVertexCountsAttr().Set([4, 4])
     with pytest.raises(UsdphysError, match="/Ground: faceVertexCounts"):
         read_shapes(stage, lambda p: -1)
+
+
+def _l_prism(stage, path):
+    """A closed L-shaped prism (the notch x > 1, y > 1 is empty), outward faces."""
+    ring = [(0, 0), (2, 0), (2, 1), (1, 1), (1, 2), (0, 2)]
+    pts = [(x, y, 0.0) for x, y in ring] + [(x, y, 1.0) for x, y in ring]
+    fan = [(3, 4, 5), (3, 5, 0), (3, 0, 1), (3, 1, 2)]  # from the reflex corner (1, 1)
+    faces = [(a, c, b) for a, b, c in fan] + [(a + 6, b + 6, c + 6) for a, b, c in fan]
+    faces += [(i, (i + 1) % 6, (i + 1) % 6 + 6, i + 6) for i in range(6)]
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    mesh.GetPointsAttr().Set([Gf.Vec3f(*p) for p in pts])
+    mesh.GetFaceVertexCountsAttr().Set([len(f) for f in faces])
+    mesh.GetFaceVertexIndicesAttr().Set([k for f in faces for k in f])
+    collider(mesh)
+    UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).GetApproximationAttr().Set("convexDecomposition")
+    return mesh
+
+
+def test_convex_decomposition_keeps_a_notch_empty():
+    pytest.importorskip("coacd")
+    stage = new_stage()
+    body(xform(stage, "/B"))
+    _l_prism(stage, "/B/L")
+    t = read_shapes(stage, body_lookup(stage)[1])
+    assert len(t) >= 2 and set(t.paths) == {"/B/L"} and set(t.type.tolist()) == {SHAPE_CONVEX}
+    # a small ball in the notch: its hull would hold the ball, the pieces do not touch it
+    specs_ball = {"type": SHAPE_SPHERE, "body": 1, "dims": (0.1, 0, 0)}
+    from usdphys.types.shapes import table_from_specs
+
+    rows = [{"type": SHAPE_CONVEX, "body": 0, "pos": t.local_pos[s], "rot": t.local_rot[s],
+             "verts": t.verts[t.vert_start[s]: t.vert_start[s] + t.vert_count[s]]} for s in range(len(t))]
+    table = table_from_specs(rows + [specs_ball])
+    pairs = candidate_pairs(table)
+    pipe = CollisionPipeline(table, pairs, 1, margin=0.0)
+    q7 = np.array([[[0, 0, 0, 0, 0, 0, 1], [1.6, 1.6, 0.5, 0, 0, 0, 1]]], float)
+    pipe.collide(wp.array(q7, dtype=wp.transformd))
+    # CoACD's pieces stay within its concavity threshold (0.05 of the size) of the mesh: the
+    # ball (0.28 m from the notch's walls) is far outside every piece
+    assert len(pipe.numpy()[0]["depth"]) == 0
+    # and the ball placed in the solid part touches
+    q7[0, 1, :3] = (0.5, 0.5, 0.5)
+    pipe.collide(wp.array(q7, dtype=wp.transformd))
+    assert len(pipe.numpy()[0]["depth"]) >= 1

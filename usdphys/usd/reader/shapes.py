@@ -287,8 +287,9 @@ class _Reader:
                 self._warn(path, f"physics:approximation '{approx}' (triangle mesh) on a moving body: the mesh "
                            "collides as its convex hull")
         elif approx == "convexDecomposition":
-            self._warn(path, "physics:approximation 'convexDecomposition' is not supported: the mesh "
-                       "collides as one convex hull")
+            pieces = self.decompose(prim, path, p)
+            if pieces:
+                return pieces
         elif approx not in ("convexHull", "boundingSphere", "boundingCube"):
             self._warn(path, f"physics:approximation '{approx}' is unknown: the mesh collides as its convex hull")
         p = np.unique(np.round(p, 12), axis=0)
@@ -305,6 +306,35 @@ class _Reader:
             return (SHAPE_BOX, rot, tuple(0.5 * (hi - lo) * s * self.mpu), None, c_local @ a * self.mpu + t)
         hull = convex_hull_vertices(p - centre)
         return (SHAPE_CONVEX, np.eye(3), (0.0, 0.0, 0.0), hull, centre)
+
+
+    def decompose(self, prim, path, p):
+        """convexDecomposition: CoACD's convex pieces (the optional `decomposition` extra), each
+        one hull row of the table; None (and a warning) where CoACD is absent or fails."""
+        try:
+            import coacd
+        except ImportError:
+            self._warn(path, "physics:approximation 'convexDecomposition' needs CoACD (pip install "
+                       "usdphys[decomposition]): the mesh collides as one convex hull")
+            return None
+        tris = _triangles(prim, path, len(p))
+        if len(tris) == 0:
+            self._warn(path, "convexDecomposition of a mesh without faces: it collides as one convex hull")
+            return None
+        coacd.set_log_level("error")
+        try:  # seeded: the same stage always gives the same pieces
+            parts = coacd.run_coacd(coacd.Mesh(p, tris.astype(np.int64)), seed=0)
+        except Exception as exc:  # noqa: BLE001  (CoACD raises plain RuntimeErrors)
+            self._warn(path, f"convexDecomposition failed in CoACD ({exc}): the mesh collides as one convex hull")
+            return None
+        out = []
+        for verts, _faces in parts:
+            v = np.asarray(verts, dtype=np.float64).reshape(-1, 3)
+            if len(v) < 4:
+                continue
+            centre = v.mean(axis=0)
+            out.append((SHAPE_CONVEX, np.eye(3), (0.0, 0.0, 0.0), convex_hull_vertices(v - centre), centre))
+        return out or None
 
 
 def _ellipsoid_axes(path: str, a: np.ndarray):
@@ -366,10 +396,10 @@ def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -
     time = Usd.TimeCode.Default() if time is None else time
     rd = _Reader(stage, body_index, time)
     cols = {k: [] for k in ("type", "body", "pos", "rot", "dims", "vs", "vc", "ts", "tc", "cr", "br", "en", "mat")}
+    cols["count"] = (0, 0)
     paths = []
     verts = []
     tris = []
-    nv = nt = 0
     prims = []
     for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
         if not prim.HasAPI(UsdPhysics.CollisionAPI):
@@ -379,38 +409,17 @@ def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -
         out = rd.shape(prim)
         if out is None:
             continue
-        body, (typ, rot, dims, hull, pos) = out
+        body, geos = out
         path = str(prim.GetPath())
         cr = 0.0
         if prim.HasAPI(Tokens.MbdCollisionAPI):
             cr = _positive(path, Tokens.mbdContactRadius, _attr(prim, Tokens.mbdContactRadius, 0.0)) * rd.mpu
-        dims = np.asarray(dims, dtype=np.float64)
-        tri = np.zeros((0, 3), np.int32)
-        if typ == SHAPE_MESH:
-            hull, tri = hull
-        if hull is None:
-            hull = np.zeros((0, 3))
-        cols["vs"].append(nv if len(hull) else 0)
-        cols["vc"].append(len(hull))
-        verts.append(hull)
-        nv += len(hull)
-        cols["ts"].append(nt if len(tri) else 0)
-        cols["tc"].append(len(tri))
-        tris.append(tri)
-        nt += len(tri)
-        br = bound_radius(typ, dims, hull)
         enabled = _attr(prim, UsdPhysics.Tokens.physicsCollisionEnabled, True)
-        cols["type"].append(typ)
-        cols["body"].append(body)
-        cols["pos"].append(np.asarray(pos, dtype=np.float64))
-        cols["rot"].append(quat_from_matrix(np.asarray(rot)))
-        cols["dims"].append(dims)
-        cols["cr"].append(cr)
-        cols["br"].append(br + cr)
-        cols["en"].append(bool(enabled))
-        cols["mat"].append(rd.material(prim))
-        paths.append(path)
-        prims.append(prim)
+        material = rd.material(prim)
+        # one row per shape; a convex decomposition gives one prim several rows (same path)
+        for typ, rot, dims, hull, pos in (geos if isinstance(geos, list) else [geos]):
+            _append_row(cols, paths, prims, verts, tris, prim, path, body, typ, rot, dims, hull, pos, cr, enabled,
+                        material)
 
     n = len(paths)
     t = ShapeTable(paths=paths)
@@ -435,6 +444,34 @@ def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -
     t.material_paths = [m["path"] for m in cols["mat"]]
     _read_filtering(stage, t, prims, rd)
     return t
+
+
+def _append_row(cols, paths, prims, verts, tris, prim, path, body, typ, rot, dims, hull, pos, cr, enabled, material):
+    dims = np.asarray(dims, dtype=np.float64)
+    tri = np.zeros((0, 3), np.int32)
+    if typ == SHAPE_MESH:
+        hull, tri = hull
+    if hull is None:
+        hull = np.zeros((0, 3))
+    nv, nt = cols["count"]  # vertices and triangles so far
+    cols["count"] = (nv + len(hull), nt + len(tri))
+    cols["vs"].append(nv if len(hull) else 0)
+    cols["vc"].append(len(hull))
+    verts.append(hull)
+    cols["ts"].append(nt if len(tri) else 0)
+    cols["tc"].append(len(tri))
+    tris.append(tri)
+    cols["type"].append(typ)
+    cols["body"].append(body)
+    cols["pos"].append(np.asarray(pos, dtype=np.float64))
+    cols["rot"].append(quat_from_matrix(np.asarray(rot)))
+    cols["dims"].append(dims)
+    cols["cr"].append(cr)
+    cols["br"].append(bound_radius(typ, dims, hull) + cr)
+    cols["en"].append(bool(enabled))
+    cols["mat"].append(material)
+    paths.append(path)
+    prims.append(prim)
 
 
 def _read_filtering(stage, t: ShapeTable, prims, rd: _Reader) -> None:
