@@ -315,7 +315,7 @@ class _Reader:
             import coacd
         except ImportError:
             self._warn(path, "physics:approximation 'convexDecomposition' needs CoACD (pip install "
-                       "usdphys[decomposition]): the mesh collides as one convex hull")
+                       "usdphys[mesh]): the mesh collides as one convex hull")
             return None
         tris = _triangles(prim, path, len(p))
         if len(tris) == 0:
