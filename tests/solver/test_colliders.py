@@ -18,8 +18,8 @@ import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists
 from usdphys.math3d import quat_to_matrix
 from usdphys.solver.broadphase import candidate_pairs
 from usdphys.solver.narrowphase import MESH_PAIR_CONTACTS, CollisionPipeline
-from usdphys.types.shapes import (SHAPE_BOX, SHAPE_CONE, SHAPE_ELLIPSOID, SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE,
-                                  table_from_specs)
+from usdphys.types.shapes import (SHAPE_BOX, SHAPE_CONE, SHAPE_CONVEX, SHAPE_ELLIPSOID, SHAPE_MESH, SHAPE_PLANE,
+                                  SHAPE_SPHERE, table_from_specs)
 
 TOL = 1e-10
 CURVED_TOL = 1e-9
@@ -418,3 +418,23 @@ def test_new_shapes_dropped_tumbling_keep_apart(upper, lower):
     assert depth.max() < 2.5e-3, depth.max()
     final = pipe.numpy()[-1]
     assert len(final["depth"]) >= 1  # it came down and rests on the lower shape
+
+
+def test_large_hull_support_walk_finds_the_lowest_vertex():
+    """A hull of 300 vertices (above HULL_WALK_MIN_VERTS: its support function walks the
+    hull's edges instead of scanning) pressed into a box's top face: the depth is the box
+    top minus the lowest vertex, for any orientation (the Minkowski face is flat: exact)."""
+    from usdphys.solver.narrowphase import HULL_WALK_MIN_VERTS, hull_walk_data
+
+    rng = np.random.default_rng(5)
+    u = rng.normal(size=(300, 3))
+    verts = u / np.linalg.norm(u, axis=1, keepdims=True) * np.array([0.1, 0.07, 0.05])
+    specs = [dict(type=SHAPE_BOX, dims=(0.5, 0.5, 0.1), pos=(0, 0, -0.1)),
+             dict(type=SHAPE_CONVEX, body=0, verts=verts)]
+    walk_from, _start, adj = hull_walk_data(table_from_specs(specs))
+    assert len(verts) > HULL_WALK_MIN_VERTS and walk_from[1] >= 0 and len(adj) > 0
+    for q in random_quats(6, 11):
+        low = (verts @ quat_to_matrix(q).T)[:, 2].min()
+        c = collide(specs, [((0.03, -0.02, -low - 0.002), q)])
+        assert c["depth"].max() == pytest.approx(0.002, abs=TOL)
+        check_invariant(c)

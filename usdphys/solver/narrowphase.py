@@ -81,6 +81,9 @@ class ShapeData:
     vert_start: wp.array(dtype=wp.int32)
     vert_count: wp.array(dtype=wp.int32)
     verts: wp.array(dtype=wp.vec3d)
+    walk_from: wp.array(dtype=wp.int32)  # hull: a hull vertex to start the support walk at; -1: scan all
+    adj_start: wp.array(dtype=wp.int32)  # per vertex (V + 1): its hull neighbours are adj[adj_start[v]:...[v + 1]]
+    adj: wp.array(dtype=wp.int32)
     mesh: wp.array(dtype=wp.uint64)  # wp.Mesh id (BVH over the triangles) of a mesh shape, else 0
     tri_start: wp.array(dtype=wp.int32)
     tris: wp.array(dtype=wp.vec3i)  # vertex indices relative to vert_start
@@ -720,22 +723,38 @@ def support(shapes: ShapeData, s: int, x: wp.transformd, d: wp.vec3d):
     elif typ == CONE:
         # frustum: the farther along d of the two rim points (bottom r at -h, top r_top at +h)
         rr = wp.sqrt(dl[0] * dl[0] + dl[1] * dl[1])
-        e = wp.vec3d(ZERO, ZERO, ZERO)
+        radial = wp.vec3d(ZERO, ZERO, ZERO)
         if rr > TINY:
-            e = wp.vec3d(dl[0] / rr, dl[1] / rr, ZERO)
-        pb = e * dims[0] - wp.vec3d(ZERO, ZERO, dims[1])
-        pt = e * dims[2] + wp.vec3d(ZERO, ZERO, dims[1])
+            radial = wp.vec3d(dl[0] / rr, dl[1] / rr, ZERO)
+        pb = radial * dims[0] - wp.vec3d(ZERO, ZERO, dims[1])
+        pt = radial * dims[2] + wp.vec3d(ZERO, ZERO, dims[1])
         p = wp.where(wp.dot(pt, dl) > wp.dot(pb, dl), pt, pb)
     elif typ == CONVEX:
-        # hull vertices only (built once on the host)
-        v0 = shapes.vert_start[s]
-        best = f64(-1.0e300)
-        for i in range(v0, v0 + shapes.vert_count[s]):
-            v = shapes.verts[i]
-            dv = wp.dot(v, dl)
-            if dv > best:
-                best = dv
-                p = v
+        iv = shapes.walk_from[s]
+        if iv >= 0:
+            # a large hull: walk its edges uphill (on a convex polytope a vertex no neighbour
+            # beats is the support); the adjacency was built once on the host
+            top = wp.dot(shapes.verts[iv], dl)
+            for _step in range(shapes.vert_count[s]):
+                nxt = iv
+                for ke in range(shapes.adj_start[iv], shapes.adj_start[iv + 1]):
+                    dj = wp.dot(shapes.verts[shapes.adj[ke]], dl)
+                    if dj > top:
+                        top = dj
+                        nxt = shapes.adj[ke]
+                if nxt == iv:
+                    break
+                iv = nxt
+            p = shapes.verts[iv]
+        else:
+            v0 = shapes.vert_start[s]
+            best = f64(-1.0e300)
+            for i in range(v0, v0 + shapes.vert_count[s]):
+                v = shapes.verts[i]
+                dv = wp.dot(v, dl)
+                if dv > best:
+                    best = dv
+                    p = v
     return wp.transform_point(x, p)
 
 
@@ -1265,11 +1284,50 @@ def shape_data(table: ShapeTable, device=None) -> ShapeData:
                     indices=wp.array(tris[t0:t0 + nt].reshape(-1).astype(np.int32), dtype=wp.int32, device=device))
         meshes.append(m)
         ids[i] = m.id
+    walk_from, adj_start, adj = hull_walk_data(table)
+    s.walk_from = wp.array(walk_from, dtype=wp.int32, device=device)
+    s.adj_start = wp.array(adj_start, dtype=wp.int32, device=device)
+    s.adj = wp.array(adj if len(adj) else np.zeros(1, np.int32), dtype=wp.int32, device=device)
     s.mesh = wp.array(ids, dtype=wp.uint64, device=device)
     # the BVHs live as long as the id array does (structs holding this ShapeData share it;
     # a struct instance itself may be copied when nested in another struct)
     s.mesh.usdphys_meshes = meshes
     return s
+
+
+# Hulls with more vertices than this get the edge walk for their support function; below it
+# a plain scan over the hull's vertices is as fast (and picks the first of equal vertices).
+HULL_WALK_MIN_VERTS = 64
+
+
+def hull_walk_data(table: ShapeTable):
+    """Per shape, the vertex the support walk starts at (-1: scan), and the hull's edge
+    adjacency per vertex (CSR over the table's vertices), from Qhull's facets; built once.
+    Without scipy (or where Qhull refuses the points) every hull is scanned."""
+    n, nv = len(table), len(table.verts)
+    walk_from = np.full(n, -1, np.int32)
+    nbrs = [set() for _ in range(nv)]
+    big = [i for i in range(n) if int(table.type[i]) == SHAPE_CONVEX and int(table.vert_count[i]) > HULL_WALK_MIN_VERTS]
+    if big:
+        try:
+            from scipy.spatial import ConvexHull, QhullError
+        except ImportError:
+            big = []
+    for i in big:
+        v0, cnt = int(table.vert_start[i]), int(table.vert_count[i])
+        try:
+            hull = ConvexHull(np.asarray(table.verts[v0:v0 + cnt], np.float64))
+        except (QhullError, ValueError):
+            continue
+        for a, b, c in hull.simplices:  # triangulated facets: their edges join hull vertices
+            for x, y in ((a, b), (b, c), (c, a)):
+                nbrs[v0 + x].add(v0 + y)
+                nbrs[v0 + y].add(v0 + x)
+        walk_from[i] = v0 + int(hull.vertices[0])
+    counts = np.array([len(x) for x in nbrs], np.int32)
+    adj_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    adj = np.array([j for x in nbrs for j in sorted(x)], np.int32)
+    return walk_from, adj_start, adj
 
 
 def allocate_contacts(num_worlds: int, capacity: int, device=None) -> Contacts:
