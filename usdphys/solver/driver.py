@@ -165,6 +165,15 @@ class Solver:
             warn(f"contact buffer full ({self.contact_info['capacity']} contacts per world): {int(dropped.sum())} "
                  "contacts were dropped; pass a larger ContactOptions(capacity=...) to the Solver")
             self.cs.dropped.zero_()
+        unconverged = self.cs.unconverged.numpy()
+        if unconverged.any():
+            # Projected Gauss-Seidel stops at max_sweeps like every contact solver; what it
+            # leaves is approximate contact impulses (the joints still hold exactly), and the
+            # user should know how often that happened.
+            warn(f"contact did not converge within {int(self.cm.max_sweeps)} sweeps in {int(unconverged.max())} "
+                 f"step(s) (tolerance {float(self.cm.tol):.3g} m/s): those steps' contact impulses are approximate; "
+                 "light bodies jointed to heavy ones converge slowly (docs/contact.md)")
+            self.cs.unconverged.zero_()
 
     def _report_limits_at_start(self) -> None:
         """Name every limit the input pose already violates, with the amount (once per row)."""

@@ -42,6 +42,7 @@ from usdphys.types.enums import RowLaw, RowMotor
 from usdphys.errors import UsdphysError, warn
 from usdphys.types.laws import LINE_EPS, PackedLaws
 from usdphys.solver.laws import spring_damper_law
+from usdphys.types.model import dof_row as model_dof_row
 from usdphys.types.model import MODE_EQUAL, MODE_FRICTION, MODE_LAW, MODE_LOWER, MODE_UPPER, ROW_DIST, ROW_LIN, ROW_PERP, ROW_TWIST, Model, RowTable
 from usdphys.math3d import quat_between, quat_conj
 from usdphys.types.timefunc import PackedTimeFunctions
@@ -379,8 +380,8 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         p1, q1 = model.frame_in_com(b1, model.joint_pos1[j], model.joint_rot1[j])
         return b0, b1, p0, q0, p1, q1
 
-    def dof_row(d):
-        return (ROW_LIN, d) if d < 3 else (ROW_TWIST, d - 3)
+    def dof_row(j, d):
+        return model_dof_row(model.joint_locked[j], d)
 
     # -- bushings: the joint's locked (equality) rows become implicit spring-dampers
     bu = el.bushings
@@ -410,7 +411,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
             k = bu.free_angular_stiffness[e] if d >= 3 else bu.free_linear_stiffness[e]
             c = bu.free_angular_damping[e] if d >= 3 else bu.free_linear_damping[e]
             if k > 0 or c > 0:
-                kind, axis = dof_row(d)
+                kind, axis = dof_row(j, d)
                 rl.add(bu.joint_paths[e], kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, 0.0, k, c, law=LAW_LINEAR)
     rl.items = [it for it, k in zip(rl.items, list(keep) + [True] * (len(rl.items) - len(keep))) if k]
 
@@ -477,7 +478,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         d = _dof_index(model, j, mo.dof[e], f"{mo.paths[e]}: mbd:dof")
         if model.joint_locked[j, d] or model.joint_is_distance[j] or model.joint_composite[j]:
             raise UsdphysError(f"{mo.paths[e]}: mbd:dof = '{mo.dof[e]}' is not a free DOF of {mo.joint_paths[e]}")
-        kind, axis = dof_row(d)
+        kind, axis = dof_row(j, d)
         b0, b1, p0, q0, p1, q1 = jframes(j)
         if mo.mode[e] == EM_FORCE:
             r = rl.add(mo.paths[e], kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, law=LAW_EFFORT,
@@ -504,7 +505,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         if model.joint_locked[j, d] or model.joint_is_distance[j] or model.joint_composite[j]:
             warn(f"{where}: '{jd.dof[e]}' is locked by the joint; its armature / friction / damping has no effect")
             continue
-        kind, axis = dof_row(d)
+        kind, axis = dof_row(j, d)
         b0, b1, p0, q0, p1, q1 = jframes(j)
         name = jd.joint_paths[e]
         if jd.armature[e] > 0:

@@ -97,8 +97,9 @@ def twist_limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
     for i in np.flatnonzero((kind == RowKind.TWIST) & ((mode == RowMode.LOWER) | (mode == RowMode.UPPER))):
         j = int(src[i])
         if 0 <= j < model.joint_count:
-            lo[i] = model.joint_lower[j, 3 + int(axis[i])]
-            hi[i] = model.joint_upper[j, 3 + int(axis[i])]
+            d = 3 + int(axis[i]) % 3  # axis 3..8: the same DOF measured another way (model.dof_row)
+            lo[i] = model.joint_lower[j, d]
+            hi[i] = model.joint_upper[j, d]
     return lo, hi
 
 

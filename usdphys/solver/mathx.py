@@ -82,6 +82,35 @@ def free_rotation(l: wp.vec3d, inertia: wp.vec3d, inv_inertia: wp.vec3d, h: wp.f
 
 
 @wp.func
+def euler_xyz(k: int, Q0: wp.quatd, Q1: wp.quatd):
+    """Angle k of frame 1 relative to frame 0 as the sequence R = Rx(q0) Ry(q1) Rz(q2) (MuJoCo's
+    three hinges in one body, Newton's D6), and the world vector J with dq_k/dt = J . (w1 - w0).
+
+    With a = e0_x, c = e1_z and u = c x a (|u| = cos q1, u = cos q1 * the middle axis):
+    q0 = atan2(-c.e0_y, c.e0_z), q1 = atan2(c.a, |u|), q2 = atan2(-a.e1_y, a.e1_x); the rates
+    solve w = q0' a + q1' u/|u| + q2' c by the dual basis. q0 and q2 are undefined where
+    q1 = +-90 deg (gimbal lock): there their Jacobians grow as 1 / cos q1.
+    """
+    a = wp.quat_rotate(Q0, basis(0))
+    c = wp.quat_rotate(Q1, basis(2))
+    u = wp.cross(c, a)
+    uu = wp.max(wp.dot(u, u), wp.float64(1.0e-300))
+    g = wp.float64(0.0)
+    J = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    if k == 0:
+        g = wp.atan2(-wp.dot(c, wp.quat_rotate(Q0, basis(1))), wp.dot(c, wp.quat_rotate(Q0, basis(2))))
+        J = wp.cross(u, c) / uu
+    elif k == 1:
+        lu = wp.sqrt(uu)
+        g = wp.atan2(wp.dot(c, a), lu)
+        J = u / lu
+    else:
+        g = wp.atan2(-wp.dot(a, wp.quat_rotate(Q1, basis(1))), wp.dot(a, wp.quat_rotate(Q1, basis(0))))
+        J = wp.cross(a, u) / uu
+    return g, J
+
+
+@wp.func
 def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1: wp.quatd,
              x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d, r1: wp.quatd):
     """Value g of one constraint row and its velocity Jacobian.
@@ -116,12 +145,24 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         g = wp.dot(u, v)
         ja0 = wp.cross(u, v)
         ja1 = -ja0
-    elif kind == ROW_TWIST:
+    elif kind == ROW_TWIST and axis < 3:  # about e0[axis]: where e1[axis+1] points in e0's plane
         i = (axis + 1) % 3
         j = (axis + 2) % 3
         k = wp.quat_rotate(Q0, basis(axis))
         y1 = wp.quat_rotate(Q1, basis(i))
         g = wp.atan2(wp.dot(y1, wp.quat_rotate(Q0, basis(j))), wp.dot(y1, wp.quat_rotate(Q0, basis(i))))
+        ja0 = -k
+        ja1 = k
+    elif kind == ROW_TWIST and axis >= 6:  # angle axis - 6 of the x-y-z sequence (three free rotations)
+        g, ja1 = euler_xyz(axis - 6, Q0, Q1)
+        ja0 = -ja1
+    elif kind == ROW_TWIST:  # about e1[a] (a Cardan joint's second axis): where e0[a+2] points in e1's plane
+        a = axis - 3
+        i = (a + 1) % 3
+        j = (a + 2) % 3
+        k = wp.quat_rotate(Q1, basis(a))
+        x0 = wp.quat_rotate(Q0, basis(j))
+        g = wp.atan2(wp.dot(x0, wp.quat_rotate(Q1, basis(i))), wp.dot(x0, wp.quat_rotate(Q1, basis(j))))
         ja0 = -k
         ja1 = k
     elif kind == ROW_LIN1:  # along an axis of frame 1 (revolute-translational joint)

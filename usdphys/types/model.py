@@ -326,7 +326,7 @@ class Model:
             for d in range(6):
                 if locked[d]:
                     continue
-                kind, axis = (ROW_LIN, d) if d < 3 else (ROW_TWIST, d - 3)
+                kind, axis = dof_row(locked, d)
                 lo, hi = self.joint_lower[j, d], self.joint_upper[j, d]
                 if np.isfinite(lo):
                     add(kind, axis, MODE_LOWER, lo)
@@ -349,6 +349,29 @@ class Model:
             q0=arr(8, shape=(4,)), p1=arr(9, shape=(3,)), q1=arr(10, shape=(4,)), stiffness=arr(11),
             damping=arr(12), target_vel=arr(13), max_force=arr(14), accel=arr(15, np.int32),
         )
+
+
+def dof_row(locked, d: int) -> tuple[int, int]:
+    """(row kind, axis) that measures free DOF d of a joint whose locked DOFs are `locked`.
+
+    Translations are measured along e0[d], rotations as the twist about e0[d - 3], except the
+    second axis of a Cardan (universal) joint: with exactly one rotation i locked, the joint
+    rotates about e0[i+1] and then about e1[i+2] (the perpendicular row keeps those two axes at
+    90 deg), so that angle is measured about e1[i+2] (TWIST axis + 3). Both angles are then exact
+    at any deflection; measured about e0 instead, the second would be singular when the first
+    reaches +-90 deg. Three free rotations are the angles of the x-y-z sequence (TWIST axis + 6),
+    as MuJoCo's three hinges in one body and Newton's D6: exact, except that the x and z angles
+    are undefined where the y angle reaches +-90 deg (gimbal lock).
+    """
+    if d < 3:
+        return ROW_LIN, d
+    a = d - 3
+    lock_rot = [r for r in range(3) if locked[3 + r]]
+    if not lock_rot:
+        return ROW_TWIST, a + 6
+    if len(lock_rot) == 1 and a == (lock_rot[0] + 2) % 3:
+        return ROW_TWIST, a + 3
+    return ROW_TWIST, a
 
 
 def _unit(q) -> np.ndarray:
