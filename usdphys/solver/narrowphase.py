@@ -12,6 +12,10 @@ Conventions (docs/contact.md):
   point1 - point0 = -depth * normal for the exact pair types;
 - contact_radius r of a shape inflates it (Minkowski sum with a ball): the core contact is
   computed and then depth += rA + rB, point0 += rA n, point1 -= rB n.
+
+Convex shapes without a closed-form pair routine (ellipsoids, cones, hulls, cylinders) meet
+through one support function, MPR and a Newton refinement of its normal; static triangle
+meshes through a wp.Mesh BVH, one triangle at a time.
 """
 from __future__ import annotations
 
