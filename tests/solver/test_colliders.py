@@ -438,3 +438,23 @@ def test_large_hull_support_walk_finds_the_lowest_vertex():
         c = collide(specs, [((0.03, -0.02, -low - 0.002), q)])
         assert c["depth"].max() == pytest.approx(0.002, abs=TOL)
         check_invariant(c)
+
+
+def test_ellipsoid_collider_density_gives_the_ellipsoid_mass_and_inertia():
+    """usd-core's sphere desc takes the largest scale as the radius; the body's mass from the
+    collider density must be the ellipsoid's: m = rho 4/3 pi a b c, moments m/5 (b^2 + c^2) ..."""
+    from usdphys.usd.reader import read_stage
+
+    stage = new_stage()
+    rigid(stage, "/World/egg", (0, 0, 1), rot_xyz=(10, 20, 30))
+    s = UsdGeom.Sphere.Define(stage, "/World/egg/shape")
+    s.CreateRadiusAttr(0.1)
+    s.AddScaleOp().Set(Gf.Vec3f(1, 2, 3))
+    UsdPhysics.CollisionAPI.Apply(s.GetPrim())
+    UsdPhysics.MassAPI.Apply(s.GetPrim()).CreateDensityAttr(500.0)
+    model = read_stage(stage)[0]
+    a, b, c = 0.1, 0.2, 0.3
+    m = 500.0 * 4.0 / 3.0 * np.pi * a * b * c
+    assert model.body_mass[0] == pytest.approx(m, rel=1e-12)
+    expected = np.sort(m / 5.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b]))
+    assert np.sort(model.body_inertia[0]) == pytest.approx(expected, rel=1e-9)
