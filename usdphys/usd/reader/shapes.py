@@ -1,6 +1,7 @@
 """Collision shapes from a USD stage into a flat NumPy shape table (SI units).
 
-Every prim with `PhysicsCollisionAPI` becomes one row of a `ShapeTable`:
+Every prim with `PhysicsCollisionAPI` becomes one row of a `ShapeTable` (a convex
+decomposition: one row per piece, all with the prim's path):
 
 - owner: the nearest ancestor (or the prim itself) with `PhysicsRigidBodyAPI`, mapped to a
   model body index by the caller's `body_index(body_prim_path) -> int`; no such ancestor, or
@@ -8,8 +9,12 @@ Every prim with `PhysicsCollisionAPI` becomes one row of a `ShapeTable`:
 - pose: relative to the owner's *rigid frame* (`rigid_frame` of its local-to-world matrix:
   translation plus the orthonormalised rotation, scale removed). Intermediate xforms and
   scale are accounted for; scale is baked into the dimensions (non-uniform scale where the
-  shape allows it: box axes, capsule/cylinder length; meshes take any affine map).
-- canonical shape frame: capsule and cylinder axis, and plane normal, along local +Z.
+  shape allows it: box axes, capsule/cylinder/cone length; a sphere under any scale is an
+  ellipsoid; meshes take any affine map).
+- canonical shape frame: capsule, cylinder and cone axis, and plane normal, along local +Z.
+- meshes: a static one keeps its triangles (the narrow phase builds a BVH); on a moving
+  body it collides as its convex hull, built here once (or CoACD's pieces for
+  `convexDecomposition`).
 - dimensions in metres (stage `metersPerUnit`), see `ShapeTable.dims`.
 
 USD stays here: the narrow phase only sees the arrays.
@@ -307,9 +312,8 @@ class _Reader:
         hull = convex_hull_vertices(p - centre)
         return (SHAPE_CONVEX, np.eye(3), (0.0, 0.0, 0.0), hull, centre)
 
-
     def decompose(self, prim, path, p):
-        """convexDecomposition: CoACD's convex pieces (the optional `decomposition` extra), each
+        """convexDecomposition: CoACD's convex pieces (the optional `mesh` extra), each
         one hull row of the table; None (and a warning) where CoACD is absent or fails."""
         try:
             import coacd
