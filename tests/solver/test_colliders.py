@@ -458,3 +458,26 @@ def test_ellipsoid_collider_density_gives_the_ellipsoid_mass_and_inertia():
     assert model.body_mass[0] == pytest.approx(m, rel=1e-12)
     expected = np.sort(m / 5.0 * np.array([b * b + c * c, a * a + c * c, a * a + b * b]))
     assert np.sort(model.body_inertia[0]) == pytest.approx(expected, rel=1e-9)
+
+
+def test_frustum_collider_density_gives_the_frustum_mass():
+    """A Cylinder_1 with unequal radii collides as a frustum and weighs as one:
+    m = rho pi H (R^2 + R r + r^2) / 3, its centre of mass H (R^2 + 2 R r + 3 r^2) /
+    (4 (R^2 + R r + r^2)) above the base (towards the small end)."""
+    from usdphys.usd.reader import read_stage
+
+    stage = new_stage()
+    rigid(stage, "/World/cup", (0, 0, 1))
+    f = UsdGeom.Cylinder_1.Define(stage, "/World/cup/shape")
+    R, r, H = 0.04, 0.01, 0.06
+    f.CreateRadiusBottomAttr(R)
+    f.CreateRadiusTopAttr(r)
+    f.CreateHeightAttr(H)
+    UsdPhysics.CollisionAPI.Apply(f.GetPrim())
+    UsdPhysics.MassAPI.Apply(f.GetPrim()).CreateDensityAttr(800.0)
+    model = read_stage(stage)[0]
+    s2 = R * R + R * r + r * r
+    # usd-core's shape descriptors carry the radii and height as float32: 1e-7 relative
+    assert model.body_mass[0] == pytest.approx(800.0 * np.pi * H * s2 / 3.0, rel=1e-6)
+    zc = H * (R * R + 2 * R * r + 3 * r * r) / (4 * s2) - H / 2  # about the shape's centre
+    assert model.body_com_pos[0] == pytest.approx([0, 0, zc], abs=1e-8)  # in the body frame
