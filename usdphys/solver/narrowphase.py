@@ -1047,17 +1047,27 @@ def emit_mesh(c: Contacts, k: PairCtx, first: int, pa: wp.vec3d, pb: wp.vec3d, n
 @wp.func
 def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, xb: wp.transformd):
     """Shape A (any convex type) against the triangle mesh B: the triangles whose bounding
-    boxes meet A's bounding sphere (+ margin) come from the mesh's BVH; a sphere (or a
+    boxes meet A's bounding box (+ margin) come from the mesh's BVH; a sphere (or a
     capsule end) gets the exact closest point of each triangle, anything else MPR against
     the triangle (exact on the triangle's face)."""
     sb = k.sb
     ta = shapes.type[k.sa]
     da = shapes.dims[k.sa]
-    reach = shapes.bound[k.sa] + k.margin + k.rb
+    # A's bounding box in the mesh frame, from its support along the mesh's axes (tighter than
+    # its bounding sphere: fewer triangles to test), grown by the margin and the radii
+    grow = k.margin + k.ra + k.rb
     inv = wp.transform_inverse(xb)
-    cl = wp.transform_point(inv, wp.transform_get_translation(xa))
-    lo = wp.vec3(float(cl[0] - reach), float(cl[1] - reach), float(cl[2] - reach))
-    hi = wp.vec3(float(cl[0] + reach), float(cl[1] + reach), float(cl[2] + reach))
+    rb_ = wp.transform_get_rotation(xb)
+    lo = wp.vec3()
+    hi = wp.vec3()
+    for ax in range(3):
+        e = wp.vec3d(ZERO, ZERO, ZERO)
+        e[ax] = ONE
+        ew = wp.quat_rotate(rb_, e)
+        top = wp.transform_point(inv, support(shapes, k.sa, xa, ew))
+        bot = wp.transform_point(inv, support(shapes, k.sa, xa, -ew))
+        lo[ax] = float(bot[ax] - grow)
+        hi[ax] = float(top[ax] + grow)
     # float32 BVH boxes: pad by a relative 1e-6 of the coordinates
     pad = float(1.0e-6) * (wp.max(wp.abs(lo[0]), wp.abs(hi[0])) + wp.max(wp.abs(lo[1]), wp.abs(hi[1]))
                            + wp.max(wp.abs(lo[2]), wp.abs(hi[2]))) + float(1.0e-6)
@@ -1068,28 +1078,67 @@ def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, x
     v0 = shapes.vert_start[sb]
     t0 = shapes.tri_start[sb]
     infl = k.margin + k.ra + k.rb
-    query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
-    f = int(0)
-    while wp.mesh_query_aabb_next(query, f):
-        ti = shapes.tris[t0 + f]
-        p0 = wp.transform_point(xb, shapes.verts[v0 + ti[0]])
-        p1 = wp.transform_point(xb, shapes.verts[v0 + ti[1]])
-        p2 = wp.transform_point(xb, shapes.verts[v0 + ti[2]])
-        if ta == SPHERE:
-            pa = wp.transform_get_translation(xa)
-            q = tri_closest(pa, p0, p1, p2)
-            dv = q - pa
-            L = wp.length(dv)
-            if L > f64(1.0e-14):
-                n = dv / L
-                emit_mesh(c, k, first, pa + n * da[0], q, n, da[0] - L, merge)
-        else:
-            tri = wp.mat33d(p0[0], p0[1], p0[2], p1[0], p1[1], p1[2], p2[0], p2[1], p2[2])
-            hit, n, depth, pa, pb = mpr(shapes, k.sa, xa, k.sb, xb, infl, tri, 1)
-            if hit:
-                emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
-                if ta == BOX or ta == CONVEX:
+    polytope = ta == BOX or ta == CONVEX
+    # A box or hull lying on triangles gets its corners (face_corners) instead of one MPR
+    # point per triangle under it (many equal points that the cap would pick among at random
+    # from step to step); a second pass adds those MPR points only where the corners gave
+    # fewer than 3 contacts (a plateau smaller than the box's face).
+    for sweep in range(2):
+        if sweep == 1 and (not polytope or c.count[k.world] - first >= 3):
+            break
+        query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
+        f = int(0)
+        while wp.mesh_query_aabb_next(query, f):
+            ti = shapes.tris[t0 + f]
+            p0 = wp.transform_point(xb, shapes.verts[v0 + ti[0]])
+            p1 = wp.transform_point(xb, shapes.verts[v0 + ti[1]])
+            p2 = wp.transform_point(xb, shapes.verts[v0 + ti[2]])
+            if ta == SPHERE:
+                pa = wp.transform_get_translation(xa)
+                q = tri_closest(pa, p0, p1, p2)
+                dv = q - pa
+                L = wp.length(dv)
+                if L > f64(1.0e-14):
+                    n = dv / L
+                    emit_mesh(c, k, first, pa + n * da[0], q, n, da[0] - L, merge)
+            else:
+                nf = wp.normalize(wp.cross(p1 - p0, p2 - p0))
+                if sweep == 0 and ta == BOX and box_face_parallel(xa, nf):
+                    # a box face parallel to the triangle (a box resting on a flat mesh): its
+                    # corners are the contacts, no MPR needed (the common case, and the cheap one)
+                    n = -nf
+                    if wp.dot(wp.transform_get_translation(xa) - p0, nf) < ZERO:
+                        n = nf
                     face_corners(c, k, shapes, first, xa, p0, p1, p2, n, merge)
+                    continue
+                tri = wp.mat33d(p0[0], p0[1], p0[2], p1[0], p1[1], p1[2], p2[0], p2[1], p2[2])
+                hit, n, depth, pa, pb = mpr(shapes, k.sa, xa, k.sb, xb, infl, tri, 1)
+                if hit:
+                    flat = False
+                    if polytope:
+                        flat = wp.abs(wp.dot(nf, n)) >= ONE - f64(1.0e-9)
+                    if sweep == 0:
+                        if flat:
+                            face_corners(c, k, shapes, first, xa, p0, p1, p2, n, merge)
+                        elif not polytope or depth - infl + k.ra + k.rb >= ZERO:
+                            # a box's or hull's face or edge against a triangle's vertex or edge
+                            # only once they overlap: within the margin, every vertex of a flat
+                            # region under a tilting box would be one more (redundant) constraint
+                            emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
+                    elif flat:
+                        emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
+
+
+@wp.func
+def box_face_parallel(xa: wp.transformd, nf: wp.vec3d) -> bool:
+    """A face of the box with pose xa is parallel to the unit normal nf."""
+    q = wp.transform_get_rotation(xa)
+    best = f64(0.0)
+    for i in range(3):
+        e = wp.vec3d(ZERO, ZERO, ZERO)
+        e[i] = ONE
+        best = wp.max(best, wp.abs(wp.dot(wp.quat_rotate(q, e), nf)))
+    return best >= ONE - f64(1.0e-9)
 
 
 @wp.func
@@ -1108,9 +1157,6 @@ def face_corners(c: Contacts, k: PairCtx, shapes: ShapeData, first: int, xa: wp.
     its vertices within the margin of the triangle's plane and above the triangle become
     contacts too, so a box resting on a mesh gets its corners (as on a plane), not one point
     per triangle."""
-    nf = wp.normalize(wp.cross(t1 - t0, t2 - t0))
-    if wp.abs(wp.dot(nf, n)) < ONE - f64(1.0e-9):
-        return
     mc = k.margin + k.ra + k.rb
     ta = shapes.type[k.sa]
     m = int(8)
