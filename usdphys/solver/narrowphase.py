@@ -1098,9 +1098,10 @@ def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, x
                 q = tri_closest(pa, p0, p1, p2)
                 dv = q - pa
                 L = wp.length(dv)
-                if L > f64(1.0e-14):
-                    n = dv / L
-                    emit_mesh(c, k, first, pa + n * da[0], q, n, da[0] - L, merge)
+                if L > f64(1.0e-14) and da[0] - L + k.ra + k.rb >= -k.margin:
+                    if sphere_local_min(shapes, sb, xb, lo, hi, f, pa, q, L):
+                        n = dv / L
+                        emit_mesh(c, k, first, pa + n * da[0], q, n, da[0] - L, merge)
             else:
                 nf = wp.normalize(wp.cross(p1 - p0, p2 - p0))
                 if sweep == 0 and ta == BOX and box_face_parallel(xa, nf):
@@ -1127,6 +1128,32 @@ def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, x
                             emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
                     elif flat:
                         emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
+
+
+@wp.func
+def sphere_local_min(shapes: ShapeData, sb: int, xb: wp.transformd, lo: wp.vec3, hi: wp.vec3, f: int,
+                     centre: wp.vec3d, q: wp.vec3d, dist: wp.float64) -> bool:
+    """Triangle f's point q nearest to the ball's centre is a contact only where the distance
+    to the surface has a local minimum there: no other triangle through q (a neighbour across
+    q's edge or vertex) comes nearer. Drops the ghost contacts that the edges of a flat or
+    smooth region's neighbouring triangles would add (redundant constraints, slow to solve);
+    keeps both sides of a valley and a ridge's edge."""
+    tol = f64(1.0e-12) * (ONE + dist)
+    v0 = shapes.vert_start[sb]
+    t0 = shapes.tri_start[sb]
+    query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
+    g = int(0)
+    while wp.mesh_query_aabb_next(query, g):
+        if g == f:
+            continue
+        ti = shapes.tris[t0 + g]
+        a = wp.transform_point(xb, shapes.verts[v0 + ti[0]])
+        b = wp.transform_point(xb, shapes.verts[v0 + ti[1]])
+        c = wp.transform_point(xb, shapes.verts[v0 + ti[2]])
+        if wp.length(tri_closest(q, a, b, c) - q) <= tol:  # the neighbour passes through q
+            if wp.length(tri_closest(centre, a, b, c) - centre) < dist - tol:
+                return False
+    return True
 
 
 @wp.func
