@@ -1047,9 +1047,9 @@ def emit_mesh(c: Contacts, k: PairCtx, first: int, pa: wp.vec3d, pb: wp.vec3d, n
 @wp.func
 def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, xb: wp.transformd):
     """Shape A (any convex type) against the triangle mesh B: the triangles whose bounding
-    boxes meet A's bounding box (+ margin) come from the mesh's BVH; a sphere (or a
-    capsule end) gets the exact closest point of each triangle, anything else MPR against
-    the triangle (exact on the triangle's face)."""
+    boxes meet A's bounding box (+ margin) come from the mesh's BVH; a sphere gets the exact
+    closest point of each triangle (where it is a local minimum), a box parallel to a
+    triangle its corners, anything else MPR against the triangle (exact on its face)."""
     sb = k.sb
     ta = shapes.type[k.sa]
     da = shapes.dims[k.sa]
@@ -1057,13 +1057,13 @@ def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, x
     # its bounding sphere: fewer triangles to test), grown by the margin and the radii
     grow = k.margin + k.ra + k.rb
     inv = wp.transform_inverse(xb)
-    rb_ = wp.transform_get_rotation(xb)
+    mesh_rot = wp.transform_get_rotation(xb)
     lo = wp.vec3()
     hi = wp.vec3()
     for ax in range(3):
         e = wp.vec3d(ZERO, ZERO, ZERO)
         e[ax] = ONE
-        ew = wp.quat_rotate(rb_, e)
+        ew = wp.quat_rotate(mesh_rot, e)
         top = wp.transform_point(inv, support(shapes, k.sa, xa, ew))
         bot = wp.transform_point(inv, support(shapes, k.sa, xa, -ew))
         lo[ax] = float(bot[ax] - grow)
