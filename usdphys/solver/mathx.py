@@ -17,6 +17,7 @@ ROW_PERP = wp.constant(int(RowKind.PERP))
 ROW_TWIST = wp.constant(int(RowKind.TWIST))
 ROW_DIST = wp.constant(int(RowKind.DIST))
 ROW_LIN1 = wp.constant(int(RowKind.LIN1))
+ROW_POINT = wp.constant(int(RowKind.POINT))
 MODE_EQUAL = wp.constant(int(RowMode.EQUAL))
 MODE_LOWER = wp.constant(int(RowMode.LOWER))
 MODE_UPPER = wp.constant(int(RowMode.UPPER))
@@ -112,11 +113,12 @@ def euler_xyz(k: int, Q0: wp.quatd, Q1: wp.quatd):
 
 @wp.func
 def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1: wp.quatd,
-             x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d, r1: wp.quatd):
+             x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d, r1: wp.quatd, frac: wp.float64):
     """Value g of one constraint row and its velocity Jacobian.
 
     (x0, r0), (x1, r1): COM-frame poses of the two bodies (identity for the world);
-    (p0, q0), (p1, q1): the row's frames in those bodies. Returns
+    (p0, q0), (p1, q1): the row's frames in those bodies; frac: where ROW_POINT's point sits
+    on the line from P0 (0) to P1 (1), unused by the other kinds. Returns
     (g, jl0, ja0, jl1, ja1) with dg/dt = jl0.v0 + ja0.w0 + jl1.v1 + ja1.w1 (world frame).
     """
     P0 = x0 + wp.quat_rotate(r0, p0)
@@ -172,6 +174,14 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         ja0 = wp.cross(e, P0 - x0)
         jl1 = e
         ja1 = wp.cross(e, x1 - P0)
+    elif kind == ROW_POINT:  # world axis `axis` of the point (1 - frac) P0 + frac P1
+        e = basis(axis)
+        a0 = wp.float64(1.0) - frac
+        g = wp.dot(e, P0 * a0 + P1 * frac)
+        jl0 = e * a0
+        ja0 = wp.cross(P0 - x0, e) * a0
+        jl1 = e * frac
+        ja1 = wp.cross(P1 - x1, e) * frac
     else:  # ROW_DIST
         d = P1 - P0
         L = wp.length(d)
@@ -184,3 +194,24 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         jl1 = n
         ja1 = wp.cross(P1 - x1, n)
     return g, jl0, ja0, jl1, ja1
+
+
+@wp.func
+def start_turn(g: wp.float64, lo: wp.float64, hi: wp.float64) -> wp.float64:
+    """The multi-turn value of a wrapped angle g in (-pi, pi] to start from: g itself when it
+    lies in [lo, hi] or the range is open there, else g + 2 pi k for the k that brings it into
+    the range, else the turn nearest to the range. O(1) for any range (even +-1e30)."""
+    q = g
+    if q < lo:
+        q = g + TWO_PI * wp.ceil((lo - g) / TWO_PI)
+        if q > hi:  # no turn fits: take the nearer of the two around the range
+            below = q - TWO_PI
+            if lo - below < q - hi:
+                q = below
+    elif q > hi:
+        q = g - TWO_PI * wp.ceil((g - hi) / TWO_PI)
+        if q < lo:
+            above = q + TWO_PI
+            if above - hi < lo - q:
+                q = above
+    return q

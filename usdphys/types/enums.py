@@ -16,6 +16,7 @@ class RowKind(IntEnum):
     TWIST = 2  # angle of frame 1 about e0[axis]; 3..5: about e1[axis - 3]; 6..8: x-y-z sequence angle (rad; model.dof_row)
     DIST = 3  # |P1 - P0|
     LIN1 = 4  # e1[axis] . (P1 - P0): along an axis of frame 1 (revolute-translational joint)
+    POINT = 5  # e_world[axis] . ((1 - value) P0 + value P1): a point on the line P0 P1 (spring mass)
 
 
 class RowMode(IntEnum):
@@ -35,7 +36,7 @@ class RowLaw(IntEnum):
     NONE = 0
     LINEAR = 1  # f = P - k (g - x0) - c (gdot - v0)
     PACKED = 2  # TSDA / RSDA curves and maps (types.laws.PackedLaws)
-    AXIAL = 3  # Exudyn-style axial law, built in or a user Warp function
+    USER = 3  # a user Warp function (mbd:userLaw) of (t, g, gdot - v0, k, c, x0): f = P - law
     ARMATURE = 4  # impulse -a (gdot_{n+1/2} - gdot_{n-1/2})
     EFFORT = 5  # force motor: impulse h u(t_n)
 

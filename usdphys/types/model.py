@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from usdphys.math3d import matrix_to_quat, quat_conj, quat_mul, quat_rotate, quat_to_matrix
+from usdphys.math3d import quat_conj, quat_mul, quat_rotate
 from usdphys.types.enums import Composite, RowKind, RowMode
 
 DOF_NAMES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 
 # short names for the enum members, as the row-building code below uses them
 ROW_LIN, ROW_PERP, ROW_TWIST, ROW_DIST, ROW_LIN1 = RowKind.LIN, RowKind.PERP, RowKind.TWIST, RowKind.DIST, RowKind.LIN1
-ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1")
+ROW_POINT = RowKind.POINT
+ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1", "point")
 MODE_EQUAL, MODE_LOWER, MODE_UPPER, MODE_SOFT = RowMode.EQUAL, RowMode.LOWER, RowMode.UPPER, RowMode.SOFT
 MODE_LAW, MODE_FRICTION = RowMode.LAW, RowMode.FRICTION
 COMPOSITE_NONE = Composite.NONE
@@ -213,43 +214,6 @@ class Model:
             arr = getattr(self, name)
             setattr(out, name, np.repeat(arr[:1], worlds, axis=0).copy())
         return out
-
-    def add_point_mass(self, body: int, point, mass: float) -> None:
-        """Lump a point mass (kg) at `point` (m, body PRIM frame) into body `body`.
-
-        Mass, centre of mass, principal inertia and axes are recomputed (parallel-axis
-        theorem); the initial COM velocity is moved to the new centre of mass. Used for the
-        spring mass of MbdSpringDamper (docs/forces.md). A point mass on the world is dropped.
-        """
-        if body < 0 or mass <= 0:
-            return
-        p = np.asarray(point, float).reshape(3)
-        m0 = float(self.body_mass[body])
-        c0 = self.body_com_pos[body].copy()
-        R = quat_to_matrix(self.body_com_rot[body])
-        I0 = R @ np.diag(self.body_inertia[body]) @ R.T  # about c0, prim axes
-        m1 = m0 + mass
-        c1 = (m0 * c0 + mass * p) / m1
-
-        def shift(m, d):
-            return m * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
-
-        I1 = I0 + shift(m0, c0 - c1) + shift(mass, p - c1)
-        w, v = np.linalg.eigh(I1)
-        if np.linalg.det(v) < 0:
-            v[:, 2] *= -1
-        self.body_mass = self.body_mass.copy()
-        self.body_inertia = self.body_inertia.copy()
-        self.body_com_pos = self.body_com_pos.copy()
-        self.body_com_rot = self.body_com_rot.copy()
-        self.body_mass[body] = m1
-        self.body_inertia[body] = np.maximum(w, 1e-12 * max(float(np.max(w)), 1e-30))
-        self.body_com_pos[body] = c1
-        self.body_com_rot[body] = matrix_to_quat(v)
-        # the COM velocity of the new centre: v + w x (R_prim (c1 - c0))
-        arm = quat_rotate(self.body_rot[:, body], c1 - c0)
-        self.body_lin_vel = self.body_lin_vel.copy()
-        self.body_lin_vel[:, body] += np.cross(self.body_ang_vel[:, body], arm)
 
     # ---------------------------------------------------------------- frames
     def com_state(self):
