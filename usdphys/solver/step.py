@@ -833,7 +833,12 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             if m.row_kind[i] == ROW_TWIST:
                 q0 = es.qc[w, i]
             bound = m.row_value[i]
-            if mode == MODE_LOWER:
+            if m.el.moving[i] != 0:  # velocity limit: q_{n+1} - q_n within h [-v_max, v_max]
+                if assemble != 0:  # the assembly moves no time forward: no bound (+-inf)
+                    bound = bound * wp.float64(1.0e300) * wp.float64(1.0e300)
+                else:
+                    bound = q0 + h * bound
+            elif mode == MODE_LOWER:
                 bound = wp.min(bound, q0)
             else:
                 bound = wp.max(bound, q0)

@@ -38,6 +38,8 @@ class RowLaw(IntEnum):
     AXIAL = 3  # Exudyn-style axial law, built in or a user Warp function
     ARMATURE = 4  # impulse -a (gdot_{n+1/2} - gdot_{n-1/2})
     EFFORT = 5  # force motor: impulse h u(t_n)
+    LIMIT_LOWER = 6  # soft limit: f = -k (g - x0) - c gdot while g < x0, else 0
+    LIMIT_UPPER = 7  # soft limit: the same while g > x0
 
 
 class RowMotor(IntEnum):

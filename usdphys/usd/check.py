@@ -24,6 +24,15 @@ NEWTON_ARRAYS = (
 # newton-usd-schemas' scalar joint attributes: not in our schema, read for compatibility
 NEWTON_FRICTION = "newton:friction"
 NEWTON_DAMPING = "newton:damping"
+NEWTON_VELOCITY_LIMIT = "newton:velocityLimit"
+NEWTON_LIMIT_STIFFNESS = "newton:limitStiffness"
+NEWTON_LIMIT_DAMPING = "newton:limitDamping"
+# newton-usd-schemas' NewtonMimicAPI: follower = coef0 + coef1 * leader
+NEWTON_MIMIC_API = "NewtonMimicAPI"
+NEWTON_MIMIC_JOINT = "newton:mimicJoint"
+NEWTON_MIMIC_ENABLED = "newton:mimicEnabled"
+NEWTON_MIMIC_COEF0 = "newton:mimicCoef0"
+NEWTON_MIMIC_COEF1 = "newton:mimicCoef1"
 LIMIT_DOFS = (Tokens.transX, Tokens.transY, Tokens.transZ, Tokens.rotX, Tokens.rotY, Tokens.rotZ)
 # Attribute namespaces and type-name prefix of our schemas: the rules below apply to these only.
 _OUR_NAMESPACES = ("mbd:", "newton:")

@@ -33,7 +33,7 @@ from usdphys.types.model import Model
 from usdphys.usd.gfconv import vec3
 from usdphys.usd.reader.bodies import read_bodies, world_scale
 from usdphys.usd.reader.joints import read_joints
-from usdphys.usd.reader.mujoco import disabled_flags
+from usdphys.usd.reader.mujoco import disabled_flags, name_unsimulated
 from usdphys.usd.reader.stacked import merge_stacked_joints, remap_elements
 from usdphys.usd.tokens import Tokens
 
@@ -133,6 +133,7 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
     if "limit" in mujoco_off:
         model.joint_lower[:] = -np.inf
         model.joint_upper[:] = np.inf
+    name_unsimulated(stage)
     if model.body_count == 0:
         warn(f"{source}: no dynamic rigid body (UsdPhysics RigidBodyAPI) to simulate")
     return model, defaults

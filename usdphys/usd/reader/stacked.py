@@ -207,3 +207,5 @@ def remap_elements(elements, merged: dict) -> None:
                     warn(f"{table.paths[e]}: its DOF is reversed in the merged joint of {path}; "
                          "the motor acts on the reversed coordinate")
                 table.dof[e] = tok
+                if s < 0 and table is elements.joint_dofs:  # the spring's reference is a coordinate
+                    table.spring_reference[e] = -table.spring_reference[e]
