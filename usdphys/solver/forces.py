@@ -17,6 +17,7 @@ table (docs/solver.md) or an explicit **load** in the predictor:
 | NewtonJointAPI velocityLimit | DOF row, twice | MODE_LOWER / MODE_UPPER with a moving bound: q_{n+1} within q_n +- h v_max |
 | NewtonJointAPI limitStiffness / limitDamping | the joint's limit rows | MODE_LAW, LAW_LIMIT_LOWER / UPPER: spring-damper beyond the limit |
 | MuJoCo joint spring (mjc:stiffness, springref) | DOF row | MODE_LAW, linear law (k, x0 = springref) |
+| NewtonMimicAPI (MuJoCo joint equality) | follower DOF row + leader DOF row | MODE_EQUAL with a partner: q_f - coef1 q_l = coef0; the leader's row is MODE_CARRIER |
 | MbdForce / MbdTorque | none | explicit impulse h F(t_n) in the predictor |
 
 **Law rows** (MODE_LAW) carry a scalar generalised force f(g, gdot) along the row (positive:
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
-from usdphys.types.enums import RowLaw, RowMotor
+from usdphys.types.enums import RowLaw, RowMode, RowMotor
 
 from usdphys.errors import UsdphysError, warn
 from usdphys.types.laws import LINE_EPS, PackedLaws
@@ -60,6 +61,7 @@ MOTOR_NONE, MOTOR_POSITION, MOTOR_VELOCITY, MOTOR_FORCE = RowMotor.NONE, RowMoto
 
 # A friction DOF whose speed is below this (m/s or rad/s) at t = 0 starts sticking.
 STICK_SPEED = 1.0e-9
+MODE_CARRIER = RowMode.CARRIER
 
 W_LAW_ARMATURE = wp.constant(int(LAW_ARMATURE))
 W_LAW_LIMIT_LOWER = wp.constant(int(LAW_LIMIT_LOWER))
@@ -278,7 +280,7 @@ def apply_loads(el: ElementData, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
 # ----------------------------------------------------------------------------------------
 _COLS = ("source", "kind", "axis", "mode", "value", "b0", "b1", "p0", "q0", "p1", "q1", "stiffness", "damping",
          "target_vel", "max_force", "accel")
-_EXTRA = ("law", "lawidx", "preload", "fn", "motor", "fstatic", "fdynamic", "couple", "moving")
+_EXTRA = ("law", "lawidx", "preload", "fn", "motor", "fstatic", "fdynamic", "couple", "moving", "partner", "ratio")
 _IDENT = np.array([0.0, 0.0, 0.0, 1.0])
 _X_AXIS = np.array([1.0, 0.0, 0.0])
 _Z_AXIS = np.array([0.0, 0.0, 1.0])  # half a turn about Z takes +X to -X
@@ -311,7 +313,7 @@ class _Rows:
         for r in range(table.count):
             d = {c: getattr(table, c)[r] for c in _COLS}
             d.update(law=LAW_NONE, lawidx=-1, preload=0.0, fn=-1, motor=MOTOR_NONE, fstatic=0.0, fdynamic=0.0,
-                     couple=-1, moving=0, name=names[r])
+                     couple=-1, moving=0, partner=-1, ratio=0.0, name=names[r])
             self.items.append(d)
 
     def add(self, name, kind, axis, mode, b0, b1, p0, q0, p1, q1, value=0.0, k=0.0, c=0.0, tv=0.0, **extra) -> int:
@@ -319,7 +321,7 @@ class _Rows:
                  p0=np.asarray(p0, float), q0=np.asarray(q0, float), p1=np.asarray(p1, float),
                  q1=np.asarray(q1, float), stiffness=float(k), damping=float(c), target_vel=float(tv),
                  max_force=np.inf, accel=0, law=LAW_NONE, lawidx=-1, preload=0.0, fn=-1, motor=MOTOR_NONE,
-                 fstatic=0.0, fdynamic=0.0, couple=-1, moving=0, name=str(name))
+                 fstatic=0.0, fdynamic=0.0, couple=-1, moving=0, partner=-1, ratio=0.0, name=str(name))
         d.update(extra)
         self.items.append(d)
         return len(self.items) - 1
@@ -335,7 +337,7 @@ class _Rows:
                      p0=col("p0", shape=(3,)), q0=col("q0", shape=(4,)), p1=col("p1", shape=(3,)),
                      q1=col("q1", shape=(4,)), stiffness=col("stiffness"), damping=col("damping"),
                      target_vel=col("target_vel"), max_force=col("max_force"), accel=col("accel", np.int32))
-        extra = {c: col(c, np.int32 if c in ("law", "lawidx", "fn", "motor", "couple", "moving") else float) for c in _EXTRA}
+        extra = {c: col(c, np.int32 if c in ("law", "lawidx", "fn", "motor", "couple", "moving", "partner") else float) for c in _EXTRA}
         return t, [it["name"] for it in self.items], extra
 
 
@@ -543,6 +545,28 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
                     law = LAW_LIMIT_LOWER if it["mode"] == MODE_LOWER else LAW_LIMIT_UPPER
                     it.update(mode=MODE_LAW, law=law, stiffness=float(jd.limit_stiffness[e]),
                               damping=float(jd.limit_damping[e]), target_vel=0.0, preload=0.0)
+
+    # -- joint couplings: q_f - coef1 q_l = coef0, one equal row on the follower's DOF whose
+    # partner (a carrier row on the leader's DOF) brings the leader's Jacobian
+    cp = el.couplings
+    for e in range(len(cp)):
+        j, lj = int(cp.joint[e]), int(cp.leader[e])
+        if j < 0 or lj < 0:
+            warn(f"{cp.paths[e]}: its coupling to {cp.leader_paths[e]} involves a joint that is not simulated; ignored")
+            continue
+        if j == lj:
+            raise UsdphysError(f"{cp.paths[e]}: the joint is coupled to itself (newton:mimicJoint)")
+        d = _dof_index(model, j, cp.dof[e], f"{cp.paths[e]}: NewtonMimicAPI")
+        dl = _dof_index(model, lj, cp.leader_dof[e], f"{cp.leader_paths[e]}: NewtonMimicAPI leader")
+        if any(model.joint_locked[jj, dd] or model.joint_is_distance[jj] or model.joint_composite[jj]
+               for jj, dd in ((j, d), (lj, dl))):
+            warn(f"{cp.paths[e]}: its coupling to {cp.leader_paths[e]} names a DOF the joints lock; ignored")
+            continue
+        kind, axis = dof_row(d)
+        r = rl.add(cp.paths[e], kind, axis, MODE_EQUAL, *jframes(j), value=float(cp.coef0[e]),
+                   ratio=-float(cp.coef1[e]))
+        kind, axis = dof_row(dl)
+        rl.items[r]["partner"] = rl.add(cp.leader_paths[e], kind, axis, MODE_CARRIER, *jframes(lj))
 
     t, nm, ex = rl.table()  # (the bushing filter ran before any row index was taken)
     return ElementRows(t, nm, ex, laws, el.functions, _loads(model, el.loads), np.asarray(motor_rows, np.int32),

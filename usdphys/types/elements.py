@@ -208,6 +208,24 @@ class JointDofProperties:
 
 
 @dataclass
+class Couplings:
+    """Joint couplings (NewtonMimicAPI, MuJoCo's joint equality): the follower DOF's coordinate
+    q_f = coef0 + coef1 q_l, q_l the leader's. coef0 in m or rad (the follower's unit)."""
+
+    paths: list[str] = field(default_factory=list)  # follower joint
+    joint: np.ndarray = field(default_factory=_i)
+    dof: list[str] = field(default_factory=list)
+    leader_paths: list[str] = field(default_factory=list)
+    leader: np.ndarray = field(default_factory=_i)
+    leader_dof: list[str] = field(default_factory=list)
+    coef0: np.ndarray = field(default_factory=_f)
+    coef1: np.ndarray = field(default_factory=_f)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+
+@dataclass
 class Elements:
     units: Units
     spring_dampers: SpringDampers
@@ -218,3 +236,4 @@ class Elements:
     bushings: Bushings
     joint_dofs: JointDofProperties
     functions: PackedTimeFunctions  # shared by loads and motors
+    couplings: Couplings = field(default_factory=Couplings)

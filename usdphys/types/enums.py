@@ -27,6 +27,9 @@ class RowMode(IntEnum):
     SOFT = 3  # implicit spring-damper towards value / target velocity (drive)
     LAW = 4  # force element: implicit force law on the row
     FRICTION = 5  # joint friction: velocity row with a bounded impulse
+    # the leader part of a coupling row (q_f = coef0 + coef1 q_l): never active itself; the
+    # EQUAL row naming it as its partner adds its Jacobian times -coef1 to its own
+    CARRIER = 6
 
 
 class RowLaw(IntEnum):

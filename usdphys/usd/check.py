@@ -71,13 +71,19 @@ def valid_dofs_for_joint(prim: Usd.Prim) -> tuple[str, ...]:
     return _DOFS_BY_JOINT_TYPE.get(prim.GetTypeName(), LIMIT_DOFS)
 
 
-def has_newton_joint_api(prim: Usd.Prim) -> bool:
-    """NewtonJointAPI is applied, whichever definition (ours, newton-usd-schemas', none) this
-    process registered: the authored apiSchemas list counts too."""
-    if NEWTON_API in prim.GetAppliedSchemas():
+def has_api(prim: Usd.Prim, name: str) -> bool:
+    """The API schema `name` is applied, registered in this process or not: the authored
+    apiSchemas list counts too."""
+    if name in prim.GetAppliedSchemas():
         return True
     listop = prim.GetMetadata("apiSchemas")
-    return bool(listop) and NEWTON_API in listop.ApplyOperations([])
+    return bool(listop) and name in listop.ApplyOperations([])
+
+
+def has_newton_joint_api(prim: Usd.Prim) -> bool:
+    """NewtonJointAPI is applied, whichever definition (ours, newton-usd-schemas', none) this
+    process registered."""
+    return has_api(prim, NEWTON_API)
 
 
 def newton_joint_form(prim: Usd.Prim) -> str | None:

@@ -31,19 +31,20 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
-from usdphys.errors import UsdphysError
+from usdphys.errors import UsdphysError, warn
 from usdphys.types.elements import (
-    DEG, MODE_FORCE, MODE_IDS, PER_DEG_TO_PER_RAD, RESOLVE_BODY0, RESOLVE_BODY1, RESOLVE_IDS, RESOLVE_WORLD, AxialSpringDampers, Bushings, Elements, JointDofProperties,
+    DEG, MODE_FORCE, MODE_IDS, PER_DEG_TO_PER_RAD, RESOLVE_BODY0, RESOLVE_BODY1, RESOLVE_IDS, RESOLVE_WORLD, AxialSpringDampers, Bushings, Couplings, Elements, JointDofProperties,
     Loads, Motors, RotationalSpringDampers, SpringDampers, Units,
 )
 from usdphys.types.laws import ScalarLaw, pack_laws
 from usdphys.types.timefunc import TimeFunction, TimeFunctionTable
 from usdphys.math3d import quat_mul, quat_rotate
 from usdphys.usd.check import (
-    LIMIT_DOFS, NEWTON_DAMPING, NEWTON_FRICTION, NEWTON_LIMIT_DAMPING, NEWTON_LIMIT_STIFFNESS, NEWTON_VELOCITY_LIMIT,
-    has_newton_joint_api, valid_dofs_for_joint,
+    LIMIT_DOFS, NEWTON_DAMPING, NEWTON_FRICTION, NEWTON_LIMIT_DAMPING, NEWTON_LIMIT_STIFFNESS, NEWTON_MIMIC_API,
+    NEWTON_MIMIC_COEF0, NEWTON_MIMIC_COEF1, NEWTON_MIMIC_ENABLED, NEWTON_MIMIC_JOINT, NEWTON_VELOCITY_LIMIT,
+    has_api, has_newton_joint_api, valid_dofs_for_joint,
 )
-from usdphys.usd.reader.mujoco import MJC_STIFFNESS, mujoco_joint_spring
+from usdphys.usd.reader.mujoco import MJC_POLY_COEFS, MJC_STIFFNESS, mujoco_joint_spring
 from usdphys.usd.gfconv import quat_xyzw, vec3
 from usdphys.usd.tokens import Tokens
 
@@ -622,6 +623,51 @@ class _Reader:
         return rows
 
 
+    def couplings(self, prims: list[Usd.Prim]) -> Couplings:
+        """NewtonMimicAPI on 1-DOF joints: follower = coef0 + coef1 * leader. A relationship
+        that leads nowhere usable is a warning (the coupling is dropped); mixed units are an
+        error (the schema leaves them undefined)."""
+        out = Couplings()
+        for prim in prims:
+            path = str(prim.GetPath())
+            attr = prim.GetAttribute(NEWTON_MIMIC_ENABLED)
+            if attr and attr.HasAuthoredValue() and not attr.Get():
+                continue  # authored off: the joint moves on its own
+            rel = prim.GetRelationship(NEWTON_MIMIC_JOINT)
+            targets = rel.GetTargets() if rel else []
+            leader = prim.GetStage().GetPrimAtPath(targets[0]) if len(targets) == 1 else None
+            if not leader or not leader.IsA(UsdPhysics.Joint):
+                what = ("has no target" if not targets else f"has {len(targets)} targets" if len(targets) > 1
+                        else f"targets {targets[0]}, which is not a PhysicsJoint")
+                warn(f"{_where(prim, NEWTON_MIMIC_JOINT)} {what}; the coupling is ignored (the joint moves on its own)")
+                continue
+            dofs, ldofs = free_dofs(prim), free_dofs(leader)
+            if len(dofs) != 1 or len(ldofs) != 1:
+                warn(f"{path}: NewtonMimicAPI couples 1-DOF joints only ({path} has {len(dofs)} DOFs, {leader.GetPath()} "
+                     f"{len(ldofs)}); the coupling is ignored")
+                continue
+            angular, langular = dofs[0] in ANGULAR_DOFS, ldofs[0] in ANGULAR_DOFS
+            if angular != langular:
+                raise UsdphysError(f"{path}: NewtonMimicAPI couples a {'rotation' if angular else 'translation'} to "
+                                   f"{leader.GetPath()}'s {'rotation' if langular else 'translation'}; expected two joints "
+                                   "of one kind (the coefficients have no units across kinds)")
+            coef0 = _scalar(prim, NEWTON_MIMIC_COEF0, 0.0)
+            coef1 = _scalar(prim, NEWTON_MIMIC_COEF1, 1.0)
+            higher = [n for n in MJC_POLY_COEFS if _scalar(prim, n, 0.0) != 0.0]
+            if higher:
+                warn(f"{path}: the joint coupling's terms {', '.join(higher)} are not simulated; "
+                     "the coupling is linear (newton:mimicCoef0 + newton:mimicCoef1 * leader)")
+            out.paths.append(path)
+            out.dof.append(dofs[0])
+            out.leader_paths.append(str(leader.GetPath()))
+            out.leader_dof.append(ldofs[0])
+            out.joint = np.append(out.joint, self.joint(path)).astype(np.int32)
+            out.leader = np.append(out.leader, self.joint(str(leader.GetPath()))).astype(np.int32)
+            out.coef0 = np.append(out.coef0, coef0 * (DEG if angular else self.units.length))
+            out.coef1 = np.append(out.coef1, coef1)
+        return out
+
+
 def free_dofs(joint: Usd.Prim) -> tuple[str, ...]:
     """DOF tokens a joint leaves free: its typed DOFs, or for a generic/other joint the six
     LimitAPI names minus those locked by a PhysicsLimitAPI with low > high."""
@@ -656,7 +702,7 @@ def read_elements(
     """Every Mbd* element, bushing and NewtonJointAPI joint of the stage as SI tables."""
     reader = _Reader(stage, body_index, joint_index, body_scale)
     by_type: dict[str, list[Usd.Prim]] = {t: [] for t in _ELEMENT_TYPES}
-    bushing_joints, newton_joints = [], []
+    bushing_joints, newton_joints, mimic_joints = [], [], []
     for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
         t = prim.GetTypeName()
         if t in by_type:
@@ -667,6 +713,8 @@ def read_elements(
         if has_newton_joint_api(prim) or (prim.IsA(UsdPhysics.Joint) and any(
                 prim.GetAttribute(n) and prim.GetAttribute(n).HasAuthoredValue() for n in _DOF_ATTRIBUTES)):
             newton_joints.append(prim)  # scalar newton-usd-schemas attributes count without the API too
+        if prim.IsA(UsdPhysics.Joint) and (has_api(prim, NEWTON_MIMIC_API) or prim.HasRelationship(NEWTON_MIMIC_JOINT)):
+            mimic_joints.append(prim)
     spring_dampers = reader.spring_dampers(by_type[Tokens.MbdSpringDamper])
     axial = reader.axial(by_type[Tokens.MbdAxialSpringDamper])
     rotational = reader.rotational(by_type[Tokens.MbdRotationalSpringDamper])
@@ -684,4 +732,5 @@ def read_elements(
         bushings=bushings,
         joint_dofs=joint_dofs,
         functions=reader.functions.pack(),
+        couplings=reader.couplings(mimic_joints),
     )

@@ -46,6 +46,8 @@ MJC_STIFFNESS = "mjc:stiffness"
 MJC_SPRINGREF = "mjc:springref"
 MJC_REF = "mjc:ref"
 MJC_ANGLE = "mjc:compiler:angle"
+# MjcEqualityJointAPI's polynomial terms beyond NewtonMimicAPI's linear coupling
+MJC_POLY_COEFS = ("mjc:coef2", "mjc:coef3", "mjc:coef4")
 _DEG = math.pi / 180.0
 
 

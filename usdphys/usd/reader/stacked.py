@@ -196,9 +196,19 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> dict[str, tuple[int,
 
 
 def remap_elements(elements, merged: dict) -> None:
-    """Move motors and NewtonJointAPI rows of stacked joints onto their merged joint's DOF."""
+    """Move motors, NewtonJointAPI rows and joint couplings of stacked joints onto their
+    merged joint's DOF (a reversed DOF flips what is measured along it)."""
     if elements is None or not merged:
         return
+    cp = elements.couplings
+    for e in range(len(cp)):
+        sf = sl = 1.0
+        if cp.paths[e] in merged and cp.dof[e] in ("angle", "distance"):
+            _, cp.dof[e], sf = merged[cp.paths[e]]
+        if cp.leader_paths[e] in merged and cp.leader_dof[e] in ("angle", "distance"):
+            _, cp.leader_dof[e], sl = merged[cp.leader_paths[e]]
+        cp.coef0[e] *= sf  # s_f q_f' = c0 + c1 s_l q_l'
+        cp.coef1[e] *= sf * sl
     for table in (elements.motors, elements.joint_dofs):
         for e, path in enumerate(table.joint_paths):
             if path in merged and table.dof[e] in ("angle", "distance"):
