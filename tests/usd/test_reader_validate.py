@@ -106,3 +106,18 @@ def test_the_model_root_as_body0_is_not_warned_about(caplog):
     with caplog.at_level("WARNING"):
         read_stage(stage)
     assert not any("physics:body0" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("target, what", [("/World/Nowhere", "does not exist"),
+                                          ("/World/Scene", "is not a PhysicsCollisionGroup")])
+def test_a_filtered_group_that_is_not_a_group_is_ignored_with_a_warning(caplog, target, what):
+    """A broken physics:filteredGroups reference (seen in the wild) drops that target only: the
+    group still filters itself (its own target stays), and the model reads."""
+    stage = rich()
+    stage.GetRelationshipAtPath("/World/Group.physics:filteredGroups").SetTargets(
+        [Sdf.Path("/World/Group"), Sdf.Path(target)])
+    with caplog.at_level("WARNING"):
+        model, _ = read_stage(stage)
+    assert any(f"/World/Group: physics:filteredGroups targets {target}, which {what}; that target is ignored"
+               in r.getMessage() for r in caplog.records)
+    assert model.shapes is not None
