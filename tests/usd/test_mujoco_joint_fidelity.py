@@ -5,13 +5,16 @@ off) and as the USD mujoco-usd-converter 0.8 writes for it (bodies nested under 
 joints under the child body with MjcJointAPI + NewtonJointAPI: newton:damping per degree,
 newton:armature, mjc:stiffness per radian, mjc:springref in degrees; an equality joint as
 NewtonMimicAPI on joint1 with coef0 in degrees; a connect as an excluded PhysicsSphericalJoint
-with MjcEqualityConnectAPI). The converter itself pins mujoco < 3.17 and cannot share an
+with MjcEqualityConnectAPI, a weld as an excluded PhysicsFixedJoint with MjcEqualityWeldAPI).
+The converter itself pins mujoco < 3.17 and cannot share an
 environment with the oracle: benchmarks/mujoco_fidelity.py --mjcf runs the same comparison on
 its real output (same numbers, docs/interop.md).
 
 Tolerance (the brief of the comparison): centres of mass within 1e-4 m after 0.5 s. Measured
-at dt = 1e-3: <= 6e-7 m for the joint attributes, <= 3e-6 m with the equality constraints
-(second order in dt; MuJoCo's own dt convergence is 1e-11 m). MuJoCo's equality constraints are
+at dt = 1e-3: <= 6e-7 m for the joint attributes (second order in dt), <= 4e-6 m with the
+equality constraints (the joint equality starts 0.1 rad off: MuJoCo's stiff soft constraint
+snaps it in over its 2e-4 s time constant, usdphys moves it before t = 0; that start, not dt,
+sets the 3e-6 m left); MuJoCo's own dt convergence is 1e-11 m. MuJoCo's equality constraints are
 soft: the spec makes them stiff (solref 2e-4, solimp 0.9999) to compare with usdphys' hard rows.
 Dropping the spring, the armature or the coupling moves the bodies by centimetres."""
 from __future__ import annotations
@@ -47,17 +50,21 @@ EQUALITY = [
     ("r1", None, (0, 2, 1), ((0.2, 0, -0.15), 1.0, (0.01, 0.01, 0.01)), ("j1", "hinge", "Y", {})),
     ("r3", "r1", (0.4, 0, -0.3), ((0.3, 0, 0), 0.6, (0.01, 0.02, 0.01)), ("j3", "hinge", "Y", {})),
     ("r2", None, (1.2, 2, 1), ((-0.2, 0, -0.3), 0.7, (0.01, 0.01, 0.01)), ("j2", "hinge", "Y", {})),
+    ("w1", None, (0, 3, 1), ((0.3, 0, 0), 1.0, (0.01, 0.01, 0.01)), ("jw1", "hinge", "Y", {})),
+    ("w2", None, (0, 3, 1), ((0, 0, 0.2), 0.4, (0.02, 0.01, 0.01)), ("jw2", "hinge", "Y", {})),
 ]
-# joint equality jf = 0.1 - 0.5 jp; connect r3's point (0.6, 0, 0) to r2 (a four-bar)
+# joint equality jf = 0.1 - 0.5 jp; connect r3's point (0.6, 0, 0) to r2 (a four-bar); weld w2 to
+# w1 (two pendulums on one axis that swing as one body)
 JOINT_EQ = ("jf", "jp", 0.1, -0.5)
 CONNECT = ("r3", "r2", (0.6, 0, 0))
+WELD = ("w1", "w2")
 
 
 def fmt(v):
     return " ".join(repr(float(x)) for x in v)
 
 
-def mjcf(spec, joint_eq=None, connect=None):
+def mjcf(spec, joint_eq=None, connect=None, weld=None):
     def bodies(parent):
         out = ""
         for name, par, pos, (com, mass, inertia), (jn, jt, ax, attrs) in spec:
@@ -74,11 +81,13 @@ def mjcf(spec, joint_eq=None, connect=None):
     if connect:
         b1, b2, anchor = connect
         eq += f'<connect body1="{b1}" body2="{b2}" anchor="{fmt(anchor)}" {STIFF}/>'
+    if weld:
+        eq += f'<weld body1="{weld[0]}" body2="{weld[1]}" {STIFF}/>'
     return (f'<mujoco><option timestep="1e-4" integrator="RK4" gravity="0 0 -9.81"><flag contact="disable"/>'
             f'</option><worldbody>{bodies(None)}</worldbody><equality>{eq}</equality></mujoco>')
 
 
-def usda(spec, joint_eq=None, connect=None):
+def usda(spec, joint_eq=None, connect=None, weld=None):
     """The converter's layout for `spec` (see the module docstring)."""
     paths, world = {}, {}
     for name, par, pos, *_ in spec:
@@ -139,7 +148,7 @@ def usda(spec, joint_eq=None, connect=None):
     if connect:
         b1, b2, anchor = connect
         p1 = world[b1] + np.asarray(anchor, float) - world[b2]  # frames unrotated at qpos0
-        physics = f'''def Scope "Physics" {{
+        physics += f'''
     def PhysicsSphericalJoint "Equality" ( prepend apiSchemas = ["MjcEqualityConnectAPI"] ) {{
         uniform token physics:axis = "X"
         rel physics:body0 = <{paths[b1]}>
@@ -147,8 +156,19 @@ def usda(spec, joint_eq=None, connect=None):
         uniform bool physics:excludeFromArticulation = 1
         point3f physics:localPos0 = {v3(anchor)}
         point3f physics:localPos1 = {v3(p1)}
-    }}
-}}'''
+    }}'''
+    if weld:
+        b1, b2 = weld
+        physics += f'''
+    def PhysicsFixedJoint "Equality_2" ( prepend apiSchemas = ["MjcEqualityWeldAPI"] ) {{
+        rel physics:body0 = <{paths[b1]}>
+        rel physics:body1 = <{paths[b2]}>
+        uniform bool physics:excludeFromArticulation = 1
+        point3f physics:localPos0 = {v3(world[b2] - world[b1])}
+        point3f physics:localPos1 = (0, 0, 0)
+    }}'''
+    if physics:
+        physics = 'def Scope "Physics" {' + physics + "\n}"
     return f'''#usda 1.0
 (
     defaultPrim = "M"
@@ -188,7 +208,8 @@ def usdphys_coms(text, duration=0.5, dt=1e-3):
 
 @pytest.mark.parametrize("case", ["joint attributes", "equality constraints"])
 def test_converted_mjcf_moves_as_in_mujoco(case):
-    spec, eq = (ATTRS, {}) if case == "joint attributes" else (EQUALITY, dict(joint_eq=JOINT_EQ, connect=CONNECT))
+    spec, eq = (ATTRS, {}) if case == "joint attributes" else (EQUALITY, dict(joint_eq=JOINT_EQ, connect=CONNECT,
+                                                                               weld=WELD))
     ref = mujoco_coms(mjcf(spec, **eq))
     got = usdphys_coms(usda(spec, **eq))
     assert set(got) == set(ref)
