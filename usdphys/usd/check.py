@@ -27,6 +27,8 @@ NEWTON_DAMPING = "newton:damping"
 NEWTON_VELOCITY_LIMIT = "newton:velocityLimit"
 NEWTON_LIMIT_STIFFNESS = "newton:limitStiffness"
 NEWTON_LIMIT_DAMPING = "newton:limitDamping"
+# the scalar form's attributes that have no per-DOF namesake in our schema
+NEWTON_SCALAR_ONLY = (NEWTON_FRICTION, NEWTON_DAMPING, NEWTON_VELOCITY_LIMIT, NEWTON_LIMIT_STIFFNESS, NEWTON_LIMIT_DAMPING)
 # newton-usd-schemas' NewtonMimicAPI: follower = coef0 + coef1 * leader
 NEWTON_MIMIC_API = "NewtonMimicAPI"
 NEWTON_MIMIC_JOINT = "newton:mimicJoint"
@@ -92,7 +94,7 @@ def newton_joint_form(prim: Usd.Prim) -> str | None:
     def authored(name):
         attr = prim.GetAttribute(name)
         return attr.Get() if attr and attr.HasAuthoredValue() else None
-    if any(authored(n) is not None for n in (NEWTON_FRICTION, NEWTON_DAMPING)):
+    if any(authored(n) is not None for n in NEWTON_SCALAR_ONLY):
         return "scalar"
     values = [authored(n) for n in NEWTON_ARRAYS]
     if any(isinstance(v, (int, float)) for v in values):
@@ -144,7 +146,7 @@ class _Checker:
         def authored(name):
             attr = prim.GetAttribute(name)
             return attr.Get() if attr and attr.HasAuthoredValue() else None
-        scalar = [a for a in (NEWTON_FRICTION, NEWTON_DAMPING) if authored(a) is not None]
+        scalar = [a for a in NEWTON_SCALAR_ONLY if authored(a) is not None]
         scalar += [a for a in NEWTON_ARRAYS if isinstance(authored(a), (int, float))]
         if scalar:
             self.warning(path, "newton-scalar-form", f"scalar NewtonJointAPI attributes {', '.join(scalar)} (newton-usd-schemas form): Newton reads them; usdphys reads them as broadcast to every DOF; the per-DOF form is newton:dofs + arrays")

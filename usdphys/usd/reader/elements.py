@@ -41,7 +41,8 @@ from usdphys.types.timefunc import TimeFunction, TimeFunctionTable
 from usdphys.math3d import quat_mul, quat_rotate
 from usdphys.usd.check import (
     LIMIT_DOFS, NEWTON_DAMPING, NEWTON_FRICTION, NEWTON_LIMIT_DAMPING, NEWTON_LIMIT_STIFFNESS, NEWTON_MIMIC_API,
-    NEWTON_MIMIC_COEF0, NEWTON_MIMIC_COEF1, NEWTON_MIMIC_ENABLED, NEWTON_MIMIC_JOINT, NEWTON_VELOCITY_LIMIT,
+    NEWTON_MIMIC_COEF0, NEWTON_MIMIC_COEF1, NEWTON_MIMIC_ENABLED, NEWTON_MIMIC_JOINT, NEWTON_SCALAR_ONLY,
+    NEWTON_VELOCITY_LIMIT,
     has_api, has_newton_joint_api, valid_dofs_for_joint,
 )
 from usdphys.usd.reader.mujoco import MJC_POLY_COEFS, MJC_STIFFNESS, mujoco_joint_spring
@@ -686,7 +687,7 @@ def free_dofs(joint: Usd.Prim) -> tuple[str, ...]:
 
 
 # newton-usd-schemas' scalar attributes (newton:armature shares our per-DOF name)
-_SCALAR_ONLY = (NEWTON_FRICTION, NEWTON_DAMPING, NEWTON_VELOCITY_LIMIT, NEWTON_LIMIT_STIFFNESS, NEWTON_LIMIT_DAMPING)
+_SCALAR_ONLY = NEWTON_SCALAR_ONLY
 _SCALAR_NEWTON = (Tokens.newtonArmature,) + _SCALAR_ONLY
 # joints read for their per-DOF properties even without NewtonJointAPI
 _DOF_ATTRIBUTES = _SCALAR_NEWTON + (MJC_STIFFNESS,)
