@@ -95,3 +95,27 @@ def test_dangling_leader_is_a_warning_and_the_coupling_is_dropped(caplog):
 def test_coupling_a_slide_to_a_hinge_is_an_error():
     with pytest.raises(UsdphysError, match="JF.*NewtonMimicAPI"):
         simulate(pair(follower_type="PhysicsPrismaticJoint"), duration=0.01, dt=1e-3, fps=100)
+
+
+def test_a_coupling_to_a_stacked_joint_follows_its_dof():
+    """The leader is the first hinge (X) of two stacked on one body pair (MJCF's universal
+    joint, newton:jointsAddMobility): R = Rx(a) Ry(b), so a = atan2(R[2, 1], R[1, 1]). The
+    follower, on a hinge about X, keeps q_f = a throughout, to the solver's tolerance (1e-9 rad).
+    (The second hinge's coordinate is the solver's twist angle about it, exact only while the
+    first stays small, as for limits and drives on stacked joints: docs/interop.md.)"""
+    from usdphys.math3d import quat_to_matrix
+
+    hinges = "".join(joint("PhysicsRevoluteJoint", name, "U", pos0=(0, 0, 0), axis=ax)
+                     for name, ax in (("UX", "X"), ("UY", "Y")))
+    text = (body("U", pos=(0, 0, 0), mass=1.0, inertia=(0.01, 0.02, 0.03),
+                 extra="point3f physics:centerOfMass = (0.1, 0.3, 0)\n    uniform bool newton:jointsAddMobility = 1")
+            + hinges
+            + body("F", pos=(2, 0.3, 0), mass=0.5, inertia=(0.01, 0.01, 0.01))
+            + joint("PhysicsRevoluteJoint", "JF", "F", pos0=(2, 0, 0), pos1=(0, -0.3, 0), axis="X",
+                    extra="rel newton:mimicJoint = </UX>", schemas='"NewtonMimicAPI"'))
+    res = simulate(stage(text, gravity=G), duration=0.5, dt=1e-3, fps=20)
+    R = quat_to_matrix(res.orientations[:, 0, res.body_paths.index("/U")])
+    a = np.unwrap(np.arctan2(R[:, 2, 1], R[:, 1, 1]))
+    qf = angle_about(res.orientations[:, 0, res.body_paths.index("/F")], 0)
+    assert np.max(np.abs(a)) > 0.3  # it swung
+    assert np.max(np.abs(qf - a)) < 1e-9
