@@ -119,3 +119,26 @@ def test_a_coupling_to_a_stacked_joint_follows_its_dof():
     qf = angle_about(res.orientations[:, 0, res.body_paths.index("/F")], 0)
     assert np.max(np.abs(a)) > 0.3  # it swung
     assert np.max(np.abs(qf - a)) < 1e-9
+
+
+def test_sliders_coupled_in_centimetres():
+    """Two vertical sliders under gravity, q_f = coef0 + coef1 q_l with coef0 = 5 (stage units:
+    centimetres, metersPerUnit = 0.01) and coef1 = -0.5: one DOF with inertia m_l + c1^2 m_f and
+    gravity's force -g (m_l + c1 m_f) (upward here: the heavier follower pulls), so
+    q_l(t) = q_l(0) - a t^2 / 2. coef0 is imposed before t = 0, in metres (0.05 m). Tolerances:
+    the coupling holds to 1e-9 m; the motion to 1e-9 relative (the leapfrog step is exact for a
+    constant acceleration from rest)."""
+    m_l, m_f, c1, g, T = 1.0, 3.0, -0.5, 9.81, 0.5
+    text = (body("L", pos=(0, 0, 0), mass=m_l) + body("F", pos=(100, 0, 0), mass=m_f)
+            + joint("PhysicsPrismaticJoint", "JL", "L", axis="Z")
+            + joint("PhysicsPrismaticJoint", "JF", "F", pos0=(100, 0, 0), axis="Z",
+                    extra=f"rel newton:mimicJoint = </JL>\n    float newton:mimicCoef0 = 5\n"
+                          f"    float newton:mimicCoef1 = {c1}", schemas='"NewtonMimicAPI"'))
+    res = simulate(stage(text, gravity=g / 0.01, mpu=0.01), duration=T, dt=1e-3, fps=10)
+    zl = res.positions[:, 0, res.body_paths.index("/L"), 2]
+    zf = res.positions[:, 0, res.body_paths.index("/F"), 2]
+    assert np.max(np.abs(zf - (0.05 + c1 * zl))) < 1e-9
+    a = g * (m_l + c1 * m_f) / (m_l + c1 ** 2 * m_f)
+    q0 = zl[0]  # where the assembly put the leader (both sides moved onto the coupling)
+    expect = q0 - a * res.times ** 2 / 2
+    assert np.allclose(zl, expect, rtol=0, atol=1e-9 * abs(a) * T ** 2)
