@@ -97,28 +97,31 @@ def test_coupling_a_slide_to_a_hinge_is_an_error():
         simulate(pair(follower_type="PhysicsPrismaticJoint"), duration=0.01, dt=1e-3, fps=100)
 
 
-def test_a_coupling_to_a_stacked_joint_follows_its_dof():
-    """The leader is the first hinge (X) of two stacked on one body pair (MJCF's universal
-    joint, newton:jointsAddMobility): R = Rx(a) Ry(b), so a = atan2(R[2, 1], R[1, 1]). The
-    follower, on a hinge about X, keeps q_f = a throughout, to the solver's tolerance (1e-9 rad).
-    (The second hinge's coordinate is the solver's twist angle about it, exact only while the
-    first stays small, as for limits and drives on stacked joints: docs/interop.md.)"""
+@pytest.mark.parametrize("leader", ["UX", "UY"])
+def test_a_coupling_to_a_stacked_joint_follows_its_dof(leader):
+    """The leader is one of two hinges (X then Y) stacked on one body pair (MJCF's universal
+    joint, newton:jointsAddMobility): R = Rx(a) Ry(b), a = atan2(R[2, 1], R[1, 1]) and
+    b = atan2(R[0, 2], R[0, 0]). The follower keeps q_f = a (or b) throughout, to the solver's
+    tolerance (1e-9 rad), while both hinges swing by more than 0.3 rad: the merged joint's
+    coordinates are the exact Cardan angles."""
     from usdphys.math3d import quat_to_matrix
 
+    axis = leader[-1]
     hinges = "".join(joint("PhysicsRevoluteJoint", name, "U", pos0=(0, 0, 0), axis=ax)
                      for name, ax in (("UX", "X"), ("UY", "Y")))
     text = (body("U", pos=(0, 0, 0), mass=1.0, inertia=(0.01, 0.02, 0.03),
-                 extra="point3f physics:centerOfMass = (0.1, 0.3, 0)\n    uniform bool newton:jointsAddMobility = 1")
+                 extra="point3f physics:centerOfMass = (0.3, 0.3, 0)\n    uniform bool newton:jointsAddMobility = 1")
             + hinges
             + body("F", pos=(2, 0.3, 0), mass=0.5, inertia=(0.01, 0.01, 0.01))
-            + joint("PhysicsRevoluteJoint", "JF", "F", pos0=(2, 0, 0), pos1=(0, -0.3, 0), axis="X",
-                    extra="rel newton:mimicJoint = </UX>", schemas='"NewtonMimicAPI"'))
+            + joint("PhysicsRevoluteJoint", "JF", "F", pos0=(2, 0, 0), pos1=(0, -0.3, 0), axis=axis,
+                    extra=f"rel newton:mimicJoint = </{leader}>", schemas='"NewtonMimicAPI"'))
     res = simulate(stage(text, gravity=G), duration=0.5, dt=1e-3, fps=20)
     R = quat_to_matrix(res.orientations[:, 0, res.body_paths.index("/U")])
     a = np.unwrap(np.arctan2(R[:, 2, 1], R[:, 1, 1]))
-    qf = angle_about(res.orientations[:, 0, res.body_paths.index("/F")], 0)
-    assert np.max(np.abs(a)) > 0.3  # it swung
-    assert np.max(np.abs(qf - a)) < 1e-9
+    b = np.unwrap(np.arctan2(R[:, 0, 2], R[:, 0, 0]))
+    qf = angle_about(res.orientations[:, 0, res.body_paths.index("/F")], "XYZ".index(axis))
+    assert np.max(np.abs(a)) > 0.3 and np.max(np.abs(b)) > 0.3  # both hinges swung
+    assert np.max(np.abs(qf - (a if axis == "X" else b))) < 1e-9
 
 
 def test_sliders_coupled_in_centimetres():

@@ -396,8 +396,6 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         p1, q1 = model.frame_in_com(b1, model.joint_pos1[j], model.joint_rot1[j])
         return b0, b1, p0, q0, p1, q1
 
-    def dof_row(d):
-        return (ROW_LIN, d) if d < 3 else (ROW_TWIST, d - 3)
 
     # -- bushings: the joint's locked (equality) rows become implicit spring-dampers
     bu = el.bushings
@@ -427,7 +425,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
             k = bu.free_angular_stiffness[e] if d >= 3 else bu.free_linear_stiffness[e]
             c = bu.free_angular_damping[e] if d >= 3 else bu.free_linear_damping[e]
             if k > 0 or c > 0:
-                kind, axis = dof_row(d)
+                kind, axis = model.dof_row(j, d)
                 rl.add(bu.joint_paths[e], kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, 0.0, k, c, law=LAW_LINEAR)
     rl.items = [it for it, k in zip(rl.items, list(keep) + [True] * (len(rl.items) - len(keep))) if k]
 
@@ -494,7 +492,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         d = _dof_index(model, j, mo.dof[e], f"{mo.paths[e]}: mbd:dof")
         if model.joint_locked[j, d] or model.joint_is_distance[j] or model.joint_composite[j]:
             raise UsdphysError(f"{mo.paths[e]}: mbd:dof = '{mo.dof[e]}' is not a free DOF of {mo.joint_paths[e]}")
-        kind, axis = dof_row(d)
+        kind, axis = model.dof_row(j, d)
         b0, b1, p0, q0, p1, q1 = jframes(j)
         if mo.mode[e] == EM_FORCE:
             r = rl.add(mo.paths[e], kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, law=LAW_EFFORT,
@@ -521,7 +519,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         if model.joint_locked[j, d] or model.joint_is_distance[j] or model.joint_composite[j]:
             warn(f"{where}: '{jd.dof[e]}' is locked by the joint; its armature / friction / damping has no effect")
             continue
-        kind, axis = dof_row(d)
+        kind, axis = model.dof_row(j, d)
         b0, b1, p0, q0, p1, q1 = jframes(j)
         name = jd.joint_paths[e]
         if jd.armature[e] > 0:
@@ -562,10 +560,10 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
                for jj, dd in ((j, d), (lj, dl))):
             warn(f"{cp.paths[e]}: its coupling to {cp.leader_paths[e]} names a DOF the joints lock; ignored")
             continue
-        kind, axis = dof_row(d)
+        kind, axis = model.dof_row(j, d)
         r = rl.add(cp.paths[e], kind, axis, MODE_EQUAL, *jframes(j), value=float(cp.coef0[e]),
                    ratio=-float(cp.coef1[e]))
-        kind, axis = dof_row(dl)
+        kind, axis = model.dof_row(lj, dl)
         rl.items[r]["partner"] = rl.add(cp.leader_paths[e], kind, axis, MODE_CARRIER, *jframes(lj))
 
     t, nm, ex = rl.table()  # (the bushing filter ran before any row index was taken)

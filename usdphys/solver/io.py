@@ -97,8 +97,8 @@ def twist_limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
     for i in np.flatnonzero((kind == RowKind.TWIST) & ((mode == RowMode.LOWER) | (mode == RowMode.UPPER))):
         j = int(src[i])
         if 0 <= j < model.joint_count:
-            lo[i] = model.joint_lower[j, 3 + int(axis[i])]
-            hi[i] = model.joint_upper[j, 3 + int(axis[i])]
+            lo[i] = model.joint_lower[j, 3 + int(axis[i]) % 3]  # axis 3..5: about frame 1's axis
+            hi[i] = model.joint_upper[j, 3 + int(axis[i]) % 3]
     return lo, hi
 
 

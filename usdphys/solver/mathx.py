@@ -116,6 +116,17 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         g = wp.dot(u, v)
         ja0 = wp.cross(u, v)
         ja1 = -ja0
+    elif kind == ROW_TWIST and axis >= 3:
+        # about frame 1's axis a (a universal joint's axis carried by body1): the angle of
+        # e0[j] about e1[a], exact while e0[j] stays perpendicular to e1[a] (the Cardan row)
+        a = axis - 3
+        i = (a + 1) % 3
+        j = (a + 2) % 3
+        k = wp.quat_rotate(Q1, basis(a))
+        x0j = wp.quat_rotate(Q0, basis(j))
+        g = wp.atan2(wp.dot(x0j, wp.quat_rotate(Q1, basis(i))), wp.dot(x0j, wp.quat_rotate(Q1, basis(j))))
+        ja0 = -k
+        ja1 = k
     elif kind == ROW_TWIST:
         i = (axis + 1) % 3
         j = (axis + 2) % 3

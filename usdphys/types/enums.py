@@ -13,7 +13,7 @@ class RowKind(IntEnum):
 
     LIN = 0  # e0[axis] . (P1 - P0): translation of frame 1 along an axis of frame 0
     PERP = 1  # e0[a] . e1[b] (axis = 3 a + b): keeps two frame axes perpendicular
-    TWIST = 2  # angle of frame 1 about e0[axis] (radians)
+    TWIST = 2  # angle of frame 1 about e0[axis] (radians); axis 3..5: angle about e1[axis - 3]
     DIST = 3  # |P1 - P0|
     LIN1 = 4  # e1[axis] . (P1 - P0): along an axis of frame 1 (revolute-translational joint)
 

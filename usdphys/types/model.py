@@ -274,6 +274,18 @@ class Model:
         return quat_rotate(inv, np.asarray(pos, float) - cpos), quat_mul(inv, _unit(rot))
 
     # ---------------------------------------------------------------- rows
+    def dof_row(self, j: int, d: int) -> tuple[int, int]:
+        """(row kind, axis) measuring DOF d (0..5) of joint j. A rotation is a twist about frame
+        0's axis, except the free rotation of a universal joint (one rotation locked) that the
+        Cardan row carries on body 1: a twist about frame 1's axis (axis + 3). Both are then the
+        joint's exact Cardan angles, whatever the other rotation."""
+        if d < 3:
+            return ROW_LIN, d
+        locked = [a for a in range(3) if self.joint_locked[j, 3 + a]]
+        if len(locked) == 1 and d - 3 == (locked[0] + 2) % 3:
+            return ROW_TWIST, d  # = 3 + (d - 3): about e1[d - 3]
+        return ROW_TWIST, d - 3
+
     def constraint_rows(self) -> RowTable:
         """The generic constraint-row table for every joint (see docs/solver.md)."""
         rows: list[tuple] = []
@@ -326,7 +338,7 @@ class Model:
             for d in range(6):
                 if locked[d]:
                     continue
-                kind, axis = (ROW_LIN, d) if d < 3 else (ROW_TWIST, d - 3)
+                kind, axis = self.dof_row(j, d)
                 lo, hi = self.joint_lower[j, d], self.joint_upper[j, d]
                 if np.isfinite(lo):
                     add(kind, axis, MODE_LOWER, lo)

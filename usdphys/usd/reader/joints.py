@@ -219,8 +219,8 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
             set_drive(_DOF_INDEX[name], pair.second)
         free_rot = int(np.sum(~locked[3:]))
         rot_limited = any(np.isfinite(lower[3 + a]) or np.isfinite(upper[3 + a]) for a in range(3) if not locked[3 + a])
-        if free_rot > 1 and rot_limited:
-            warner(path, "rotlimit", "rotation limits on a joint with several free rotations use per-axis twist "
+        if free_rot > 2 and rot_limited:  # a universal joint's two angles are its exact Cardan angles
+            warner(path, "rotlimit", "rotation limits on a joint with three free rotations use per-axis twist "
                                      "angles (exact only while the other free rotations are small)")
     else:
         warner(path, "joint", f"joint type {kind} is not simulated; ignored")

@@ -13,7 +13,8 @@ motors of the stacked joints are moved onto the merged DOF by ``remap_elements``
 Frame: MuJoCo composes a body's joints in their order (the first hinge's axis stays fixed in the
 parent, the last one's in the child). The merged joint's frame 0 takes the hinge axes in that
 order as its x, y, z: two hinges a, b -> x = a, y = b, z = a x b, the generic joint's Cardan row
-(rotZ locked) keeps x on body 0 perpendicular to y on body 1, exactly MuJoCo's universal joint;
+(rotZ locked) keeps x on body 0 perpendicular to y on body 1, exactly MuJoCo's universal joint,
+and its two coordinates (limits, drives, springs, couplings) are MuJoCo's two hinge angles;
 a third hinge must lie along +-z (with -z its coordinate, limits and drive change sign). Three
 hinges leave the rotation free (a ball): the motion is exact, the per-axis limits and drives use
 the solver's twist angles. Slides must come before every hinge (MuJoCo moves a slide's axis with
