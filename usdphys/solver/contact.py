@@ -68,6 +68,7 @@ class ContactModel:
     smc: int  # 1: the scene asks for compliant contact everywhere
     margin: wp.float64  # minimum speculative margin, m
     slop: wp.float64  # penetration left alone by the position correction, m
+    max_depenetration: wp.float64  # m/s: the fastest the position correction pushes bodies apart
     v_bounce: wp.float64  # below this approach speed restitution is 0, m/s (plus 2 |g| h)
     v_stick: wp.float64  # below this slip speed static friction applies, m/s (plus |g| h)
     max_sweeps: int
@@ -439,7 +440,7 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
                 if gap > f64(0.0):
                     bp = -(f64(1.0) + e) * gap / h
             if depth > cm.slop:
-                bp = (depth - cm.slop) / h
+                bp = wp.min((depth - cm.slop) / h, cm.max_depenetration)
         cs.kind[w, k] = kind
         cs.bn[w, k] = bn
         cs.bp[w, k] = bp
@@ -719,6 +720,10 @@ class ContactOptions:
 
     margin: float = 1.0e-3  # m, minimum speculative margin (grows with speed)
     slop: float = 1.0e-5  # m, penetration the position correction leaves alone
+    # m/s: the fastest penetration is undone (position only, no velocity is left behind). A start
+    # that is deep inside another collider (a robot placed into its floor) is pushed out over
+    # several steps instead of in one, which joints and limits could not follow.
+    max_depenetration: float = 1.0
     v_bounce: float = 1.0e-3  # m/s (+ 2 |g| h): slower impacts do not bounce
     v_stick: float = 1.0e-3  # m/s (+ |g| h): slower slip uses static friction
     max_sweeps: int = 50
@@ -784,6 +789,9 @@ def contact_pairs(model, table) -> np.ndarray:
 # Colliders of one jointed mechanism that interpenetrate deeper than this (m) in the input pose
 # are taken as not meant to collide (see initial_overlaps).
 INITIAL_OVERLAP_SLOP = 1.0e-4
+# Colliders of different parts overlapping more than this at the start are named: the contact
+# corrects such a depth over several steps (max_depenetration), which the user should know.
+START_DEPTH_WARN = 1.0e-3
 
 
 def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVERLAP_SLOP):
@@ -822,16 +830,26 @@ def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVER
     same = [k for k, (s0, s1) in enumerate(pairs) if part(s0) == part(s1)]
     if not same:
         return np.zeros(0, np.int64), 0.0
+    depth = start_depths(model, table, pairs[same])
+    hit = [same[k] for k in np.flatnonzero(depth > slop)]
+    return np.asarray(hit, np.int64), float(depth.max()) if len(hit) else 0.0
+
+
+def start_depths(model, table, pairs: np.ndarray) -> np.ndarray:
+    """Per pair: the deepest interpenetration (m, 0 if apart) in world 0's input pose."""
     from usdphys.solver.narrowphase import CollisionPipeline
 
+    pairs = np.asarray(pairs, np.int32).reshape(-1, 2)
+    depth = np.zeros(len(pairs))
+    if len(pairs) == 0:
+        return depth
     pos, rot, _, _ = model.com_state()
-    pipe = CollisionPipeline(_com_table(table, model), pairs[same], 1, margin=0.0, device="cpu")
+    pipe = CollisionPipeline(_com_table(table, model), pairs, 1, margin=0.0, device="cpu")
     q7 = np.concatenate([pos[:1], rot[:1]], axis=-1).reshape(1, -1, 7)
     pipe.collide(wp.array(q7, dtype=wp.transformd, device=pipe.device))
     c = pipe.numpy()[0]
-    deep = c["depth"] > slop
-    hit = sorted(set(int(same[k]) for k in c["pair"][deep]))
-    return np.asarray(hit, np.int64), float(c["depth"][deep].max()) if deep.any() else 0.0
+    np.maximum.at(depth, np.asarray(c["pair"], int), np.maximum(np.asarray(c["depth"], float), 0.0))
+    return depth
 
 
 def put_contact_model(model, device, options: ContactOptions | None = None):
@@ -852,6 +870,13 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
                      f"{deepest:.3g} m): {'; '.join(names)}{more}; they are taken as not meant to collide and "
                      "never do (filter them in the stage to say so)")
                 pairs = np.delete(pairs, hit, axis=0)
+            depth = start_depths(model, table, pairs)
+            deep = np.flatnonzero(depth > START_DEPTH_WARN)
+            if len(deep):
+                k = int(deep[np.argmax(depth[deep])])
+                warn(f"{len(deep)} collider pair(s) start interpenetrating, deepest {depth[k]:.3g} m "
+                     f"({table.paths[pairs[k][0]]} / {table.paths[pairs[k][1]]}); contact pushes them apart at "
+                     f"most {opts.max_depenetration:g} m/s (ContactOptions.max_depenetration), not in one step")
     cm = ContactModel()
     cm.n_pairs = int(len(pairs))
     if cm.n_pairs:
@@ -905,6 +930,7 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     cm.smc = 1 if method == "smc" else 0
     cm.margin = f64(opts.margin)
     cm.slop = f64(opts.slop)
+    cm.max_depenetration = f64(opts.max_depenetration)
     cm.v_bounce = f64(opts.v_bounce)
     cm.v_stick = f64(opts.v_stick)
     cm.max_sweeps = int(opts.max_sweeps)

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
-from usdphys.solver import forces
+from usdphys.errors import UsdphysError
+from usdphys.solver import forces, outputs
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
 from usdphys.solver.ldl import row_envelope
@@ -54,7 +55,7 @@ class DeviceModel:
     inv_mass: np.ndarray  # (B,) 0 for kinematic or massless bodies
     body_count: int
     row_count: int
-    axial_force_law: object = field(default=None)  # compiled into the kernels (forces.set_axial_force_law)
+    user_laws: tuple = ()  # Warp functions compiled into the kernels (forces.install_user_laws)
 
     @property
     def motor_count(self) -> int:
@@ -97,24 +98,42 @@ def twist_limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
     for i in np.flatnonzero((kind == RowKind.TWIST) & ((mode == RowMode.LOWER) | (mode == RowMode.UPPER))):
         j = int(src[i])
         if 0 <= j < model.joint_count:
-            lo[i] = model.joint_lower[j, 3 + int(axis[i]) % 3]  # axis 3..5: about frame 1's axis
-            hi[i] = model.joint_upper[j, 3 + int(axis[i]) % 3]
+            d = 3 + int(axis[i]) % 3  # axis 3..8: the same DOF measured another way (model.dof_row)
+            lo[i] = model.joint_lower[j, d]
+            hi[i] = model.joint_upper[j, d]
     return lo, hi
 
 
+def user_law_table(laws=None) -> tuple[dict[str, int], tuple]:
+    """(name -> index, the laws in index order) for forces.build_element_rows and
+    forces.install_user_laws. laws: {name: @wp.func} as named by mbd:userLaw."""
+    if laws is None:
+        laws = {}
+    if not isinstance(laws, dict):
+        raise UsdphysError(f"laws must be a dict of name -> Warp function, got {type(laws).__name__}")
+    named = {}
+    for name, fn in laws.items():
+        if not isinstance(name, str) or not name.strip():
+            raise UsdphysError(f"laws: a law's name must be a non-empty string (as in mbd:userLaw), got {name!r}")
+        named[name] = forces.check_user_law(name, fn)
+    order = sorted(named)  # a canonical order: the same set of laws is the same kernel
+    return {n: i for i, n in enumerate(order)}, tuple(named[n] for n in order)
+
+
 def put_model(model: Model, device=None, contact: ContactOptions | None = None,
-              axial_force_law=None) -> DeviceModel:
+              laws=None) -> DeviceModel:
     """Upload everything the step reads and never writes, shared by all worlds.
 
-    contact: contact solver options (None: defaults); axial_force_law: a user @wp.func for
-    axial force elements (None: the built-in law). The law is compiled into the step kernel,
-    so it is installed here and must be re-installed before launching (Solver.run does)."""
+    contact: contact solver options (None: defaults); laws: {name: @wp.func} for the
+    spring-dampers whose mbd:userLaw names them. The laws are compiled into the step kernel, so they are
+    installed here and must be re-installed before launching (Solver.run does)."""
     dev = wp.get_device(device)
     B = model.body_count
     rows = model.constraint_rows()
     # force elements, motors, bushings, NewtonJointAPI: extra rows + loads
-    forces.set_axial_force_law(axial_force_law)  # None: the built-in law
-    elements = forces.build_element_rows(model, rows)
+    law_names, user_laws = user_law_table(laws)
+    forces.install_user_laws(user_laws)
+    elements = forces.build_element_rows(model, rows, law_names)
     rows = elements.rows
     R = rows.count
     Rn = max(R, 1)
@@ -165,7 +184,7 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and cm.n_pairs == 0)
     return DeviceModel(data=m, contact=cm, rows=rows, elements=elements, contact_info=contact_info,
                        inv_mass=_pad(inv_mass, Bn, 0), body_count=B, row_count=R,
-                       axial_force_law=axial_force_law)
+                       user_laws=user_laws)
 
 
 def make_state(model: Model, device_model: DeviceModel, worlds: int | None = None, device=None) -> DeviceState:
@@ -240,19 +259,16 @@ def make_diagnostics(worlds: int, device=None) -> K.Diagnostics:
     dg.fail_row = wp.full(W, -1, dtype=wp.int32, device=dev)
     dg.fail_err = wp.zeros(W, dtype=wp.float64, device=dev)
     dg.fail_time = wp.zeros(W, dtype=wp.float64, device=dev)
+    dg.frame_error = wp.zeros(W, dtype=wp.float64, device=dev)
     return dg
 
 
-def make_output(device_model: DeviceModel, worlds: int, frames: int, device=None) -> K.FrameOutput:
-    """Poses and motor efforts of frames 0 .. frames (frame 0: the assembled start)."""
-    dev = wp.get_device(device)
-    W = int(worlds)
-    Bn = max(device_model.body_count, 1)
-    out = K.FrameOutput()
-    out.pos = wp.zeros((frames + 1, W, Bn), dtype=wp.vec3d, device=dev)
-    out.rot = wp.zeros((frames + 1, W, Bn), dtype=wp.quatd, device=dev)
-    out.eff = wp.zeros((frames + 1, W, max(device_model.motor_count, 1)), dtype=wp.float64, device=dev)
-    return out
+def make_output(device_model: DeviceModel, worlds: int, frames: int, device=None,
+                layout: outputs.OutputLayout | None = None) -> K.FrameOutput:
+    """Poses, motor efforts and the recorded groups of `layout` (outputs.py) for frames
+    0 .. frames (frame 0: the assembled start)."""
+    return outputs.make_output(layout, device_model.body_count, device_model.motor_count, worlds, frames,
+                               wp.get_device(device))
 
 
 __all__ = ["DeviceModel", "DeviceState", "make_diagnostics", "make_output", "make_scratch", "make_state", "put_model"]

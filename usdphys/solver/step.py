@@ -30,6 +30,7 @@ from usdphys.solver.forces import (
     time_fn,
     time_fn_integral,
 )
+from usdphys.solver.outputs import FrameOutput, record_derived, save_prev
 from usdphys.solver.ldl import FACTOR_TOL, RANK_TOL, ldl_factor, ldl_solve
 from usdphys.solver.mathx import (
     MODE_EQUAL,
@@ -45,6 +46,7 @@ from usdphys.solver.mathx import (
     cmul,
     eval_row,
     free_rotation,
+    start_turn,
     wrap_angle,
 )
 
@@ -205,14 +207,7 @@ class Diagnostics:
     fail_row: wp.array(dtype=wp.int32)  # status 3: the row with the largest residual
     fail_err: wp.array(dtype=wp.float64)  # status 3: that residual (m or rad)
     fail_time: wp.array(dtype=wp.float64)  # status 3: the start time of the step that failed
-
-
-@wp.struct
-class FrameOutput:
-    """Written for the host: every world's poses and motor efforts at each output frame."""
-    pos: wp.array3d(dtype=wp.vec3d)  # [frame, world, body]
-    rot: wp.array3d(dtype=wp.quatd)
-    eff: wp.array3d(dtype=wp.float64)  # [frame, world, motor]
+    frame_error: wp.array(dtype=wp.float64)  # largest hard-constraint residual since the last output frame
 
 
 @wp.func
@@ -235,28 +230,8 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
     b0 = m.row_b0[i]
     b1 = m.row_b1[i]
     return eval_row(m.row_kind[i], m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
-                    body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1))
-
-
-@wp.func
-def start_turn(g: wp.float64, lo: wp.float64, hi: wp.float64) -> wp.float64:
-    """The multi-turn value of a wrapped angle g in (-pi, pi] to start from: g itself when it
-    lies in [lo, hi] or the range is open there, else g + 2 pi k for the k that brings it into
-    the range, else the turn nearest to the range. O(1) for any range (even +-1e30)."""
-    q = g
-    if q < lo:
-        q = g + TWO_PI * wp.ceil((lo - g) / TWO_PI)
-        if q > hi:  # no turn fits: take the nearer of the two around the range
-            below = q - TWO_PI
-            if lo - below < q - hi:
-                q = below
-    elif q > hi:
-        q = g - TWO_PI * wp.ceil((g - hi) / TWO_PI)
-        if q < lo:
-            above = q + TWO_PI
-            if above - hi < lo - q:
-                q = above
-    return q
+                    body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1),
+                    m.row_value[i])
 
 
 @wp.func
@@ -411,8 +386,8 @@ def law_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int, g:
     h = es.hnow[w]
     d = element_delta(sc, w, i, m.row_kind[i], g)
     F = wp.float64(0.0)
-    if el.law[i] == W_LAW_ARMATURE:
-        F = sc.lam[w, i] + m.row_c[i] * (d / h - es.gdot[w, i])
+    if el.law[i] == W_LAW_ARMATURE:  # lam = -a (gdot+ - gdot-) + h P (P: a spring mass's weight)
+        F = sc.lam[w, i] + m.row_c[i] * (d / h - es.gdot[w, i]) - h * el.preload[i]
     else:
         f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i],
                                 es.gun[w, i] + wp.float64(0.5) * d, d / h, es.tnow[w] + wp.float64(0.5) * h, 0)
@@ -930,6 +905,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             err = wp.max(err, wp.abs(sc.res[w, i]))
     else:
         err = residuals(m, es, sc, w, 1)
+    dg.frame_error[w] = wp.max(dg.frame_error[w], err)
     if err > dg.max_error[w]:
         dg.max_error[w] = err
         worst_row = int(-1)
@@ -1019,18 +995,32 @@ def check_world(m: ModelData, st: StateData, dg: Diagnostics, w: int, step: int)
 def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
                    sc: Scratch, dg: Diagnostics, out: FrameOutput,
                    counter: wp.array(dtype=wp.int32), n_frames: int, substeps: int, h: wp.float64,
-                   tol: wp.float64, t0: wp.float64):
+                   tol: wp.float64, t0: wp.float64, lookahead: int):
     """Advance every world by n_frames output frames; write poses of frames f0+1 .. f0+n.
-    Reads m, cm; updates st, rs, es, cs in place; sc is work space; writes dg and out."""
+    Reads m, cm; updates st, rs, es, cs in place; sc is work space; writes dg and out.
+
+    Recorded velocities and forces of a frame are central (outputs.py): they are written after
+    the first step of the next frame. lookahead != 0: take only that step for frame f0 (the
+    driver restores the state afterwards)."""
     w = wp.tid()
     if dg.status[w] != 0:
         return
     f0 = counter[0]
-    for f in range(n_frames):
+    nf = n_frames
+    if lookahead != 0:
+        nf = 1
+    for f in range(nf):
         for s in range(substeps):
-            if advance_step(m, st, rs, es, sc, dg, cm, cs, w, t0 + wp.float64((f0 + f) * substeps + s) * h, h,
-                            tol) == 0:
+            t = t0 + wp.float64((f0 + f) * substeps + s) * h
+            if s == 0 and out.derived != 0:
+                save_prev(out, st.vel, st.omega, m.n_bodies, w)
+            if advance_step(m, st, rs, es, sc, dg, cm, cs, w, t, h, tol) == 0:
                 return
+            if s == 0 and out.derived != 0:
+                record_derived(out, m.el, m.row_k, m.row_c, m.row_value, m.row_tv, m.gravity, st.vel, st.omega,
+                               sc.lam, sc.act, sc.jl1, sc.ja1, m.n_bodies, m.n_rows, w, f0 + f, t, es.hnow[w])
+                if lookahead != 0:
+                    return
             if check_world(m, st, dg, w, (f0 + f) * substeps + s + 1) != 0:
                 return
         for b in range(m.n_bodies):
@@ -1038,6 +1028,9 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
             out.rot[f0 + f + 1, w, b] = st.rot[w, b]
         for k in range(m.el.n_motors):  # motor efforts of the frame's last step
             out.eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / h
+        if out.want_world != 0:
+            out.resid[f0 + f + 1, w] = dg.frame_error[w]
+        dg.frame_error[w] = wp.float64(0.0)
 
 
 @wp.kernel
@@ -1051,10 +1044,14 @@ def assemble_worlds(m: ModelData, cm: ContactModel, st: StateData, rs: RowState,
     """Project the initial positions onto the hard constraints (velocities untouched); the
     result is frame 0 of out. Reads m, cm; updates st, rs, es, cs in place; writes dg and out."""
     w = wp.tid()
+    dg.frame_error[w] = wp.float64(0.0)
     step_world(m, st, rs, es, sc, dg, cm, cs, w, wp.float64(1.0), tol, 1)
     for b in range(m.n_bodies):
         out.pos[0, w, b] = st.pos[w, b]
         out.rot[0, w, b] = st.rot[w, b]
+    if out.want_world != 0:
+        out.resid[0, w] = dg.frame_error[w]
+    dg.frame_error[w] = wp.float64(0.0)
 
 
 @wp.kernel
@@ -1101,6 +1098,11 @@ def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h
             law = el.law[i]
             if law == W_LAW_EFFORT:
                 imp = time_fn(el, int(el.fn[i]), t0)
+            elif law == W_LAW_ARMATURE:
+                # a spring mass's weight; its inertia needs no start: gdot_{-1/2} = gdot(0)
+                # with the bodies' v(-h/2) from their own masses makes the first step's
+                # velocity v(0) + h/2 a(0) with the particle's inertia included (forces.md)
+                imp = el.preload[i]
             elif law != W_LAW_ARMATURE and not (kind == ROW_DIST and g < W_LINE_EPS):
                 f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i], g, gd, t0, 0)
                 es.fprev[w, i] = f

@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from usdphys.math3d import matrix_to_quat, quat_conj, quat_mul, quat_rotate, quat_to_matrix
+from usdphys.math3d import quat_conj, quat_mul, quat_rotate
 from usdphys.types.enums import Composite, RowKind, RowMode
 
 DOF_NAMES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 
 # short names for the enum members, as the row-building code below uses them
 ROW_LIN, ROW_PERP, ROW_TWIST, ROW_DIST, ROW_LIN1 = RowKind.LIN, RowKind.PERP, RowKind.TWIST, RowKind.DIST, RowKind.LIN1
-ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1")
+ROW_POINT = RowKind.POINT
+ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1", "point")
 MODE_EQUAL, MODE_LOWER, MODE_UPPER, MODE_SOFT = RowMode.EQUAL, RowMode.LOWER, RowMode.UPPER, RowMode.SOFT
 MODE_LAW, MODE_FRICTION = RowMode.LAW, RowMode.FRICTION
 COMPOSITE_NONE = Composite.NONE
@@ -214,43 +215,6 @@ class Model:
             setattr(out, name, np.repeat(arr[:1], worlds, axis=0).copy())
         return out
 
-    def add_point_mass(self, body: int, point, mass: float) -> None:
-        """Lump a point mass (kg) at `point` (m, body PRIM frame) into body `body`.
-
-        Mass, centre of mass, principal inertia and axes are recomputed (parallel-axis
-        theorem); the initial COM velocity is moved to the new centre of mass. Used for the
-        spring mass of MbdSpringDamper (docs/forces.md). A point mass on the world is dropped.
-        """
-        if body < 0 or mass <= 0:
-            return
-        p = np.asarray(point, float).reshape(3)
-        m0 = float(self.body_mass[body])
-        c0 = self.body_com_pos[body].copy()
-        R = quat_to_matrix(self.body_com_rot[body])
-        I0 = R @ np.diag(self.body_inertia[body]) @ R.T  # about c0, prim axes
-        m1 = m0 + mass
-        c1 = (m0 * c0 + mass * p) / m1
-
-        def shift(m, d):
-            return m * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
-
-        I1 = I0 + shift(m0, c0 - c1) + shift(mass, p - c1)
-        w, v = np.linalg.eigh(I1)
-        if np.linalg.det(v) < 0:
-            v[:, 2] *= -1
-        self.body_mass = self.body_mass.copy()
-        self.body_inertia = self.body_inertia.copy()
-        self.body_com_pos = self.body_com_pos.copy()
-        self.body_com_rot = self.body_com_rot.copy()
-        self.body_mass[body] = m1
-        self.body_inertia[body] = np.maximum(w, 1e-12 * max(float(np.max(w)), 1e-30))
-        self.body_com_pos[body] = c1
-        self.body_com_rot[body] = matrix_to_quat(v)
-        # the COM velocity of the new centre: v + w x (R_prim (c1 - c0))
-        arm = quat_rotate(self.body_rot[:, body], c1 - c0)
-        self.body_lin_vel = self.body_lin_vel.copy()
-        self.body_lin_vel[:, body] += np.cross(self.body_ang_vel[:, body], arm)
-
     # ---------------------------------------------------------------- frames
     def com_state(self):
         """Initial COM-frame state per world: (pos, rot, lin_vel, ang_vel), each (W, B, k)."""
@@ -274,18 +238,6 @@ class Model:
         return quat_rotate(inv, np.asarray(pos, float) - cpos), quat_mul(inv, _unit(rot))
 
     # ---------------------------------------------------------------- rows
-    def dof_row(self, j: int, d: int) -> tuple[int, int]:
-        """(row kind, axis) measuring DOF d (0..5) of joint j. A rotation is a twist about frame
-        0's axis, except the free rotation of a universal joint (one rotation locked) that the
-        Cardan row carries on body 1: a twist about frame 1's axis (axis + 3). Both are then the
-        joint's exact Cardan angles, whatever the other rotation."""
-        if d < 3:
-            return ROW_LIN, d
-        locked = [a for a in range(3) if self.joint_locked[j, 3 + a]]
-        if len(locked) == 1 and d - 3 == (locked[0] + 2) % 3:
-            return ROW_TWIST, d  # = 3 + (d - 3): about e1[d - 3]
-        return ROW_TWIST, d - 3
-
     def constraint_rows(self) -> RowTable:
         """The generic constraint-row table for every joint (see docs/solver.md)."""
         rows: list[tuple] = []
@@ -338,7 +290,7 @@ class Model:
             for d in range(6):
                 if locked[d]:
                     continue
-                kind, axis = self.dof_row(j, d)
+                kind, axis = dof_row(locked, d)
                 lo, hi = self.joint_lower[j, d], self.joint_upper[j, d]
                 if np.isfinite(lo):
                     add(kind, axis, MODE_LOWER, lo)
@@ -361,6 +313,29 @@ class Model:
             q0=arr(8, shape=(4,)), p1=arr(9, shape=(3,)), q1=arr(10, shape=(4,)), stiffness=arr(11),
             damping=arr(12), target_vel=arr(13), max_force=arr(14), accel=arr(15, np.int32),
         )
+
+
+def dof_row(locked, d: int) -> tuple[int, int]:
+    """(row kind, axis) that measures free DOF d of a joint whose locked DOFs are `locked`.
+
+    Translations are measured along e0[d], rotations as the twist about e0[d - 3], except the
+    second axis of a Cardan (universal) joint: with exactly one rotation i locked, the joint
+    rotates about e0[i+1] and then about e1[i+2] (the perpendicular row keeps those two axes at
+    90 deg), so that angle is measured about e1[i+2] (TWIST axis + 3). Both angles are then exact
+    at any deflection; measured about e0 instead, the second would be singular when the first
+    reaches +-90 deg. Three free rotations are the angles of the x-y-z sequence (TWIST axis + 6),
+    as MuJoCo's three hinges in one body and Newton's D6: exact, except that the x and z angles
+    are undefined where the y angle reaches +-90 deg (gimbal lock).
+    """
+    if d < 3:
+        return ROW_LIN, d
+    a = d - 3
+    lock_rot = [r for r in range(3) if locked[3 + r]]
+    if not lock_rot:
+        return ROW_TWIST, a + 6
+    if len(lock_rot) == 1 and a == (lock_rot[0] + 2) % 3:
+        return ROW_TWIST, a + 3
+    return ROW_TWIST, a
 
 
 def _unit(q) -> np.ndarray:

@@ -210,11 +210,11 @@ def copy_stage_metadata(src: Sdf.Layer, dst: Sdf.Layer, keys=STAGE_METADATA) -> 
             dst.pseudoRoot.SetInfo(key, src.pseudoRoot.GetInfo(key))
 
 
-def check_output_path(output: str | os.PathLike, *inputs: str | os.PathLike) -> Path:
-    """Validate an output path: USD extension, existing folder, not one of the inputs."""
+def check_output_path(output: str | os.PathLike, *inputs: str | os.PathLike, extensions=USD_EXTENSIONS) -> Path:
+    """Validate an output path: extension (USD by default), existing folder, not one of the inputs."""
     out = Path(output)
-    if out.suffix.lower() not in USD_EXTENSIONS:
-        raise UsdphysError(f"{out}: output must end in {', '.join(USD_EXTENSIONS)}")
+    if out.suffix.lower() not in extensions:
+        raise UsdphysError(f"{out}: output must end in {', '.join(extensions)}")
     if not out.parent.resolve().is_dir():
         raise UsdphysError(f"{out}: folder {out.parent} does not exist")
     for inp in inputs:
@@ -272,6 +272,12 @@ def _atomic(path: Path, write) -> None:
             os.unlink(tmp)
         except OSError:  # renamed into place already, or its folder is gone
             pass
+
+
+def write_atomic(path: str | os.PathLike, write) -> Path:
+    """Write any file atomically: write(tmp_path) -> truthy writes it, then it is renamed over path."""
+    _atomic(Path(path), write)
+    return Path(path)
 
 
 def export_layer_atomic(layer: Sdf.Layer, path: str | os.PathLike) -> None:

@@ -51,6 +51,7 @@ class StageDefaults:
 
     time_step: float | None = None
     end_time: float | None = None
+    scene_path: str | None = None  # the PhysicsScene used (gravity); recorded world quantities go there
 
 
 from usdphys.usd.stage import open_stage  # noqa: E402,F401  (one opener for every command; kept importable here)
@@ -153,6 +154,7 @@ def _read_scene(stage: Usd.Stage, scenes: list, model: Model, defaults: StageDef
         warn(f"{source}: no PhysicsScene; using standard gravity 9.81 m/s^2 along -{up}")
         return
     spath, sdesc = scenes[0]
+    defaults.scene_path = str(spath)
     if len(scenes) > 1:
         warner(spath, "scenes", f"{len(scenes)} PhysicsScene prims; using this one for gravity for every body")
     gdir = vec3(sdesc.gravityDirection)
@@ -188,13 +190,6 @@ def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged:
     elements = read_elements(stage, body_index, lambda p: joints.get(p, -1),
                              lambda p: world_scale(stage.GetPrimAtPath(p)))
     remap_elements(elements, merged)
-    sd = elements.spring_dampers
-    for e in range(len(sd)):
-        # Multibody.jl Spring(m, lengthFraction): lumped into the two ends (docs/forces.md)
-        m, lam = float(sd.spring_mass[e]), float(sd.spring_mass_fraction[e])
-        if m > 0:
-            model.add_point_mass(int(sd.body0[e]), sd.local_pos0[e], m * (1.0 - lam))
-            model.add_point_mass(int(sd.body1[e]), sd.local_pos1[e], m * lam)
     model.elements = elements
 
 

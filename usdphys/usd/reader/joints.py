@@ -219,9 +219,11 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
             set_drive(_DOF_INDEX[name], pair.second)
         free_rot = int(np.sum(~locked[3:]))
         rot_limited = any(np.isfinite(lower[3 + a]) or np.isfinite(upper[3 + a]) for a in range(3) if not locked[3 + a])
-        if free_rot > 2 and rot_limited:  # a universal joint's two angles are its exact Cardan angles
-            warner(path, "rotlimit", "rotation limits on a joint with three free rotations use per-axis twist "
-                                     "angles (exact only while the other free rotations are small)")
+        middle_reach = not (np.isfinite(lower[4]) and np.isfinite(upper[4]) and max(-lower[4], upper[4]) < np.pi / 2)
+        if free_rot == 3 and middle_reach and any(np.isfinite(v) for v in (lower[3], upper[3], lower[5], upper[5])):
+            warner(path, "rotlimit", "rotX / rotZ limits on a joint with three free rotations are angles of the "
+                                     "x-y-z sequence, undefined where rotY reaches +-90 deg (its range allows it): "
+                                     "limit rotY inside (-90, 90) deg")
     else:
         warner(path, "joint", f"joint type {kind} is not simulated; ignored")
         return
