@@ -251,6 +251,32 @@ def test_ball_joint_rotations_have_no_coordinate():
     assert np.allclose(r.channel("/Ball", "forceLocal")[1:, 0], -r.model.gravity, rtol=0, atol=1e-6)
 
 
+def test_universal_joint_records_its_cardan_angles():
+    """A universal joint (rotZ locked) records its two Cardan angles: about frame 0's x, then
+    about frame 1's y; they agree with the bodies' orientation to round-off, through a swing
+    down past 90 deg and a spin (the frames are the world's at t = 0)."""
+    txt = (body("Rod", pos=(0.5, 0, 0), mass=1.0, inertia=(1e-3, 0.02, 0.02), angvel_deg=(300, 0, 0))
+           + joint("PhysicsJoint", "U", "Rod", pos1=(-0.5, 0, 0), schemas='"PhysicsLimitAPI:transX", '
+                   '"PhysicsLimitAPI:transY", "PhysicsLimitAPI:transZ", "PhysicsLimitAPI:rotZ"',
+                   extra="\n    ".join(f"float limit:{n}:physics:low = 1\n    float limit:{n}:physics:high = -1"
+                                       for n in ("transX", "transY", "transZ", "rotZ"))))
+    r = simulate(stage(txt, gravity=G), duration=1.0, dt=1e-3, fps=100, record="joints")
+    a = r.channel("/U", "coordinate:rotX")[:, 0]
+    b = r.channel("/U", "coordinate:rotY")[:, 0]
+    q = r.orientations[:, 0, 0]  # xyzw; frame 1 = the body's rotation since t = 0 (identity start)
+    x, y, z, w = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    R = np.stack([np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+                  np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+                  np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], 1)
+    ex1, ey1, ez1 = R[:, :, 0], R[:, :, 1], R[:, :, 2]
+    a_pose = np.degrees(np.unwrap(np.arctan2(ey1[:, 2], ey1[:, 1])))  # e1_y in frame 0's y-z plane
+    b_pose = np.degrees(np.unwrap(np.arctan2(ez1[:, 0], ex1[:, 0])))  # e0_x in frame 1's z-x plane
+    assert np.max(np.abs(a - a_pose)) <= 1e-7 and np.max(np.abs(b - b_pose)) <= 1e-7
+    # the motion is large: a sweeps over 100 deg while b passes 90 deg (where an angle measured
+    # about frame 0's y axis instead would be singular)
+    assert np.ptp(a) > 100.0 and np.max(np.abs(b)) > 90.0, (np.ptp(a), np.max(np.abs(b)))
+
+
 def test_recording_leaves_a_continued_run_unchanged():
     """The look-ahead step that completes the last frame is undone: a solver that recorded
     continues exactly like one that did not."""

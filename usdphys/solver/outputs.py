@@ -23,6 +23,7 @@ import warp as wp
 
 from usdphys.solver.forces import ElementData, law_force, time_fn
 from usdphys.solver.mathx import ROW_DIST, ROW_TWIST, eval_row, start_turn, wrap_angle
+from usdphys.types.model import dof_row
 from usdphys.types.enums import RowKind, RowLaw, RowMode
 
 wp.set_module_options({"enable_backward": False})
@@ -139,7 +140,7 @@ def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.f
         v1, w1 = frame_vel(out, f, w, b1)
         kind = pl.p_kind[p]
         g, jl0, ja0, jlb, jab = eval_row(kind, pl.p_axis[p], pl.p_p0[p], pl.p_q0[p], pl.p_p1[p], pl.p_q1[p],
-                                         x0, r0, x1, r1)
+                                         x0, r0, x1, r1, wp.float64(0.0))  # probes are never POINT rows
         rate = wp.dot(jl0, v0) + wp.dot(ja0, w0) + wp.dot(jlb, v1) + wp.dot(jab, w1)
         q = g
         if kind == ROW_TWIST:
@@ -294,14 +295,17 @@ def plan_outputs(model, er, groups, frame_dt: float, device) -> OutputLayout:
             p0, q0 = model.frame_in_com(b0, model.joint_pos0[j], model.joint_rot0[j])
             p1, q1 = model.frame_in_com(b1, model.joint_pos1[j], model.joint_rot1[j])
             locked = np.asarray(model.joint_locked[j], bool)
-            # Two or three free rotations (universal, ball) have no angle per axis that is free of
-            # jumps (the twist about one axis flips by 180 degrees where another swings past 90):
-            # only translations and a single free rotation are recorded as coordinates.
+            # The angles the solver limits and drives (model.dof_row): one free rotation, the two
+            # Cardan angles of a universal joint (exact at any deflection), and the x-y-z angles of
+            # a joint with three free rotations where its rotations are limited per axis (MuJoCo's
+            # three hinges: the coordinates a user set limits on). A plain ball joint has no angle
+            # per axis free of jumps (gimbal lock at 90 deg): its orientation is left to the bodies.
             free_rot = int(np.count_nonzero(~locked[3:]))
+            per_axis = bool(np.any(np.isfinite(model.joint_lower[j, 3:]) | np.isfinite(model.joint_upper[j, 3:])))
             for d in range(6):
-                if locked[d] or (d >= 3 and free_rot > 1):
+                if locked[d] or (d >= 3 and free_rot == 3 and not per_axis):
                     continue
-                k, a = (int(RowKind.LIN), d) if d < 3 else (int(RowKind.TWIST), d - 3)
+                k, a = (int(v) for v in dof_row(locked, d))
                 mine = (src == j) & (kind == k) & (axis == a)
                 lower = np.flatnonzero(mine & (mode == RowMode.LOWER))
                 upper = np.flatnonzero(mine & (mode == RowMode.UPPER))
