@@ -132,6 +132,8 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--device", default=None, help="Warp device: cpu or cuda (default: Warp's default)")
     parser.add_argument("--worlds", type=int, default=1,
                         help="simulate N copies at once (benchmarking); world 0 is written")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads the worlds are spread over (default: every core when --worlds > 1)")
     parser.add_argument("--allow-missing", action="store_true", help=ALLOW_MISSING_HELP)
     parser.add_argument("--record", default=None, metavar="GROUPS",
                         help="also record bodies,joints,elements,world (comma-separated, or all): velocities, "
@@ -200,7 +202,7 @@ def _simulate(args) -> int:
     laws = _load_laws(args.laws) if args.laws else None
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
                       worlds=args.worlds, progress=True, allow_missing=args.allow_missing, record=record,
-                      laws=laws)
+                      laws=laws, threads=args.threads)
     out = result.write(args.output)
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")

@@ -219,7 +219,9 @@ class _Progress:
 
 def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, worlds: int = 1,
              progress: bool = False, model: Model | None = None,
-             allow_missing: bool = False, laws: dict | None = None, record=None) -> Result:
+             allow_missing: bool = False, laws: dict | None = None, record=None,
+             parameters: dict | None = None, overrides: dict | None = None,
+             threads: int | None = None) -> Result:
     """Simulate a USD stage (Usd.Stage or file path) or a Model.
 
     duration / dt default to the stage's MbdSimulationAPI (mbd:endTime / mbd:timeStep on the
@@ -229,6 +231,12 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     laws: {name: Warp function} for the spring-dampers whose mbd:userLaw names them, each
     (t, displacement, velocity, stiffness, damping, offset) -> f, all wp.float64 (Exudyn's user
     function; docs/forces.md); an element naming a law not given is an error naming it.
+    parameters: per-world parameters (usdphys.types.params.PARAMETERS), SI:
+    {name: (W, ...) or one value for every world} or {(name, index): values of one entry},
+    e.g. {"body.mass": masses (W, B), ("gravity", 2): [-9.81, -1.62]}.
+    overrides: stage attributes in the stage's units, {"/World/crank.physics:mass": one
+    value or (W,)}, mapped through the reader's provenance (Model.param_sources).
+    threads: CPU threads the worlds are spread over (None: every core when worlds > 1).
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
     error unless this is True (then a warning, and the stage is simulated without it).
     record: the groups recorded besides poses, 'bodies,joints,elements,world' (or 'all', a
@@ -287,10 +295,12 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     check_memory(model, frames, int(worlds), record=groups.any)  # before replicate(): that alone can be too big
     if model.world_count != worlds:
         model = model.replicate(worlds)
+    if parameters or overrides:
+        model = _with_parameters(model, parameters or {}, overrides or {})
 
     from usdphys.solver import Solver
 
-    solver = Solver(model, device=device, laws=laws)
+    solver = Solver(model, device=device, laws=laws, threads=threads)
     run = solver.run(frames, substeps, h, progress=_Progress(progress), record=groups)
     pos, rot = model.prim_from_com(run.pos, run.rot)
     from usdphys.solver.outputs import channels as make_channels
@@ -314,3 +324,28 @@ def _default_prim(stage) -> str:
         if prim:
             return str(prim.GetPath())
     return "/World"
+
+
+def _with_parameters(model: Model, parameters: dict, overrides: dict) -> Model:
+    """A copy of `model` (the caller's is not changed) with per-world parameters and stage
+    attribute overrides applied (usdphys.types.params)."""
+    import copy
+
+    from usdphys.types.params import apply_override, split_attribute_path
+
+    if not isinstance(parameters, dict) or not isinstance(overrides, dict):
+        raise UsdphysError("parameters and overrides must be dicts")
+    out = copy.copy(model)
+    out.world_parameters = {k: np.array(v) for k, v in model.world_parameters.items()}
+    for key, values in parameters.items():
+        if isinstance(key, tuple) and len(key) >= 2 and isinstance(key[0], str):
+            index = key[1:] if len(key) > 2 else key[1]
+            out.set_parameter(key[0], values, index=index)
+        elif isinstance(key, str):
+            out.set_parameter(key, values)
+        else:
+            raise UsdphysError(f"parameters key {key!r}: expected a parameter name or (name, index)")
+    for key, values in overrides.items():
+        path, attr = split_attribute_path(key)
+        apply_override(out, path, attr, values)
+    return out

@@ -56,9 +56,9 @@ class ContactModel:
     n_pairs: int
     shapes: ShapeData
     pairs: wp.array(dtype=wp.vec2i)
-    mu_s: wp.array(dtype=wp.float64)  # per shape
-    mu_d: wp.array(dtype=wp.float64)
-    rest: wp.array(dtype=wp.float64)
+    mu_s: wp.array2d(dtype=wp.float64)  # [world, shape] (io.world_param: one row when no world varies it)
+    mu_d: wp.array2d(dtype=wp.float64)
+    rest: wp.array2d(dtype=wp.float64)
     hertz_c: wp.array(dtype=wp.float64)  # (1 - nu^2) / E, 1/Pa
     kappa: wp.array(dtype=wp.float64)  # surface curvature 1/R (0: flat), 1/m
     kn: wp.array(dtype=wp.float64)  # explicit normal stiffness N/m (nan: unauthored)
@@ -370,10 +370,10 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
         else:
             u_old = _rel_vel(D, A0, A1, _get(vel, w, b0), _get(omega, w, b0), _get(vel, w, b1), _get(omega, w, b1))
             slip_ref = wp.sqrt(u_old[1] * u_old[1] + u_old[2] * u_old[2])
-        mu = wp.min(cm.mu_s[sa], cm.mu_s[sb])
+        mu = wp.min(cm.mu_s[w, sa], cm.mu_s[w, sb])
         if slip_ref > v_stick:
-            mu = wp.min(cm.mu_d[sa], cm.mu_d[sb])
-        e = wp.min(cm.rest[sa], cm.rest[sb])
+            mu = wp.min(cm.mu_d[w, sa], cm.mu_d[w, sb])
+        e = wp.min(cm.rest[w, sa], cm.rest[w, sb])
         kind = KIND_HARD
         bn = f64(0.0)
         bp = f64(0.0)
@@ -899,9 +899,10 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     def farr(a):
         return wp.array(np.ascontiguousarray(a, dtype=np.float64), dtype=wp.float64, device=device)
 
-    cm.mu_s = farr(col("static_friction", 0.5))
-    cm.mu_d = farr(col("dynamic_friction", 0.5))
-    cm.rest = farr(col("restitution", 0.0))
+    # materials: one row [1, shape]; usdphys.solver.io widens them to [world, shape] (per-world values)
+    cm.mu_s = farr(col("static_friction", 0.5)[None])
+    cm.mu_d = farr(col("dynamic_friction", 0.5)[None])
+    cm.rest = farr(col("restitution", 0.0)[None])
     young = col("young_modulus", 2e7)
     nu = col("poisson_ratio", 0.3)
     cm.hertz_c = farr((1.0 - nu**2) / np.where(young > 0, young, np.inf))
@@ -939,28 +940,33 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     return cm, info
 
 
-def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device) -> ContactState:
-    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows."""
+def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device, zeros=None) -> ContactState:
+    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows.
+    zeros(shape, dtype) allocates the [world, ...] arrays (io.world_zeros: the memory layout;
+    None: plain wp.zeros); the narrow phase's contact records keep their own layout."""
     W = int(worlds)
     B = max(int(bodies), 1)
     C = int(capacity)
     R = max(int(rows), 1)
+    if zeros is None:
+        def zeros(shape, dtype):
+            return wp.zeros(shape, dtype=dtype, device=device)
     cs = ContactState()
     cs.c = allocate_contacts(W, C, device)
-    cs.bq = wp.zeros((W, B), dtype=wp.transformd, device=device)
-    cs.kind = wp.zeros((W, C), dtype=wp.int32, device=device)
+    cs.bq = zeros((W, B), wp.transformd)
+    cs.kind = zeros((W, C), wp.int32)
     for name in ("dirs", "a0", "a1", "b0", "b1", "kblk"):
-        setattr(cs, name, wp.zeros((W, C), dtype=wp.mat33d, device=device))
+        setattr(cs, name, zeros((W, C), wp.mat33d))
     for name in ("lam", "lamc", "point", "prev_point", "prev_lam", "prev_anc0", "prev_anc1"):
-        setattr(cs, name, wp.zeros((W, C), dtype=wp.vec3d, device=device))
+        setattr(cs, name, zeros((W, C), wp.vec3d))
     for name in ("plam", "bn", "bp", "gam", "f0h", "mu", "rest", "rimp", "prev_slip"):
-        setattr(cs, name, wp.zeros((W, C), dtype=wp.float64, device=device))
+        setattr(cs, name, zeros((W, C), wp.float64))
     cs.prev_count = wp.zeros(W, dtype=wp.int32, device=device)
-    cs.prev_pair = wp.zeros((W, C), dtype=wp.int32, device=device)
+    cs.prev_pair = zeros((W, C), wp.int32)
     for name in ("dv", "dw", "pv", "pw"):
-        setattr(cs, name, wp.zeros((W, B), dtype=wp.vec3d, device=device))
-    cs.jlam = wp.zeros((W, R), dtype=wp.float64, device=device)
-    cs.pjlam = wp.zeros((W, R), dtype=wp.float64, device=device)
+        setattr(cs, name, zeros((W, B), wp.vec3d))
+    cs.jlam = zeros((W, R), wp.float64)
+    cs.pjlam = zeros((W, R), wp.float64)
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
     cs.sweeps = wp.zeros(W, dtype=wp.int32, device=device)
     cs.unconverged = wp.zeros(W, dtype=wp.int32, device=device)

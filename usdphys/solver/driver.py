@@ -8,6 +8,8 @@ captured once in a CUDA graph and replayed; on CPU the two launches are issued d
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -50,9 +52,23 @@ class SolverRun:
     layout: outputs_mod.OutputLayout | None = None
 
 
+def default_threads(device, worlds: int) -> int:
+    """CPU threads for `worlds` worlds: every core this process may run on (os.cpu_count(), or
+    fewer where the process is pinned) when there is more than one world, one otherwise; 1 on
+    CUDA (one launch runs every world)."""
+    if wp.get_device(device).is_cuda or worlds <= 1:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, worlds))
+
+
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL,
-                 contact: ContactOptions | None = None, laws=None):
+                 contact: ContactOptions | None = None, laws=None, threads: int | None = None,
+                 layout: str | None = None):
+        """threads: CPU threads the worlds are spread over (None: default_threads); each thread
+        runs a contiguous range of worlds, and a world's result does not depend on the split.
+        layout: memory layout of the per-world parameters (io.world_layout; None: the device's)."""
         init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model
         try:
@@ -62,9 +78,14 @@ class Solver:
         self.tol = float(tol)
         dev = self.device
         W = model.world_count
+        if threads is None:
+            threads = default_threads(dev, W)
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+            raise UsdphysError(f"threads must be a whole number >= 1, got {threads!r}")
+        self.threads = 1 if dev.is_cuda else int(min(threads, W))
         # model (read-only, shared by all worlds), state (carried between steps, updated in
         # place), scratch (the step's work buffers), diagnostics: see io.py
-        self.dm = io.put_model(model, dev, contact=contact, laws=laws)
+        self.dm = io.put_model(model, dev, contact=contact, laws=laws, layout=layout)
         self.m, self.cm = self.dm.data, self.dm.contact
         self.elements = self.dm.elements
         self.rows = self.dm.rows
@@ -113,15 +134,42 @@ class Solver:
                 wp.copy(out.omg[0], self.st.omega)
                 out.start_exact = 1
             dyn = (self.dm.inv_mass > 0)[None, :B]
-            vel[:, :B] -= np.where(dyn[..., None], 0.5 * dt * np.asarray(self.model.gravity, float), 0.0)
+            vel[:, :B] -= np.where(dyn[..., None], 0.5 * dt * self.dm.gravity[:, None, :], 0.0)
             self.st.vel.assign(vel)
             self._started = True
-        wp.launch(K.assemble_worlds, dim=W,
-                  inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, tol], device=dev)
+        pool = None
+        if self.threads > 1:
+            # Warp's CPU launch runs its threads one after the other, but releases the GIL while
+            # it runs: launches of disjoint world ranges from a pool use every core. The module
+            # is loaded first so that no two threads compile it.
+            wp.load_module(K, device=dev)
+            pool = ThreadPoolExecutor(self.threads, thread_name_prefix="usdphys-worlds")
+        try:
+            return self._run(out, layout, frames, substeps, dt, h, tol, progress, pool)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+
+    def _launch(self, kernel, args: list, pool) -> None:
+        """Launch `kernel` over every world; its last parameter is the first world of the launch.
+        With a pool: one launch per contiguous world range, all at once, waiting for all."""
+        W, dev = self.W, self.device
+        if pool is None:
+            wp.launch(kernel, dim=W, inputs=args + [0], device=dev)
+            return
+        bounds = np.linspace(0, W, self.threads + 1).round().astype(int)
+        jobs = [pool.submit(wp.launch, kernel, dim=int(b - a), inputs=args + [int(a)], device=dev)
+                for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        for job in jobs:
+            job.result()
+
+    def _run(self, out, layout, frames, substeps, dt, h, tol, progress, pool) -> SolverRun:
+        W, B, dev = self.W, self.B, self.device
+        self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out,
+                                         tol], pool)
         self._report_assembly()
         if not self._elements_started:  # leapfrog start of the element forces
-            wp.launch(K.start_elements, dim=W, inputs=[self.m, self.st, self.es, self.sc, h, wp.float64(self._time)],
-                      device=dev)
+            self._launch(K.start_elements, [self.m, self.st, self.es, self.sc, h, wp.float64(self._time)], pool)
             self._elements_started = True
         n_mot = self.dm.motor_count
         self.dg.max_error.zero_()
@@ -138,12 +186,12 @@ class Solver:
             if dev.is_cuda and n == chunk and frames // chunk >= 2:
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
-                        wp.launch(K.advance_frames, dim=W, inputs=args, device=dev)
+                        wp.launch(K.advance_frames, dim=W, inputs=args + [0], device=dev)
                         wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev)
                     graph = cap.graph
                 wp.capture_launch(graph)
             else:
-                wp.launch(K.advance_frames, dim=W, inputs=args, device=dev)
+                self._launch(K.advance_frames, args, pool)
                 wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev)
             done += n
             status = self.dg.status.numpy()
@@ -171,7 +219,7 @@ class Solver:
         counter = wp.clone(self.counter)
         wp.launch(K.advance_frames, dim=self.W,
                   inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, self.counter, 1,
-                          substeps, h, tol, wp.float64(self._time), 1], device=self.device)
+                          substeps, h, tol, wp.float64(self._time), 1, 0], device=self.device)
         failed = self.dg.status.numpy() != 0
         for dst, src in saved:
             wp.copy(dst, src)

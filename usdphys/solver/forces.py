@@ -174,8 +174,8 @@ class ElementData:
     preload: wp.array(dtype=wp.float64)  # P of linear / axial laws
     fn: wp.array(dtype=wp.int32)  # time function of motor rows (-1: none)
     motor: wp.array(dtype=wp.int32)  # MOTOR_*
-    fstatic: wp.array(dtype=wp.float64)  # friction rows: static effort (N or N m)
-    fdynamic: wp.array(dtype=wp.float64)  # friction rows: dynamic effort
+    fstatic: wp.array2d(dtype=wp.float64)  # [world, row] friction rows: static effort (N or N m)
+    fdynamic: wp.array2d(dtype=wp.float64)  # [world, row] friction rows: dynamic effort
     couple: wp.array(dtype=wp.int32)  # friction row -> row of a motor driving the same DOF, else -1
     moving: wp.array(dtype=wp.int32)  # 1: a limit row whose bound moves: q_n + h value (velocity limit)
     law_i: wp.array2d(dtype=wp.int32)
@@ -694,8 +694,9 @@ def element_data(er: ElementRows, device) -> ElementData:
     d.preload = arr(ex["preload"], wp.float64, R)
     d.fn = arr(ex["fn"], wp.int32, R)
     d.motor = arr(ex["motor"], wp.int32, R)
-    d.fstatic = arr(ex["fstatic"], wp.float64, R)
-    d.fdynamic = arr(ex["fdynamic"], wp.float64, R)
+    # [world, row]: one row here; usdphys.solver.io widens them to every world (per-world values)
+    d.fstatic = arr(ex["fstatic"], wp.float64, R).reshape((1, R))
+    d.fdynamic = arr(ex["fdynamic"], wp.float64, R).reshape((1, R))
     d.couple = arr(ex["couple"], wp.int32, R)
     d.moving = arr(ex["moving"], wp.int32, R)
     d.law_i = arr(np.asarray(er.laws.law_i, np.int32).reshape(-1, 7), wp.int32)
@@ -724,12 +725,17 @@ def element_data(er: ElementRows, device) -> ElementData:
     return d
 
 
-def element_state(worlds: int, rows: int, device) -> ElementState:
+def element_state(worlds: int, rows: int, device, zeros=None) -> ElementState:
+    """Zeroed element state; zeros(shape, dtype) allocates the [world, row] arrays (io.world_zeros:
+    the memory layout; None: plain wp.zeros)."""
     s = ElementState()
     R = max(rows, 1)
+    if zeros is None:
+        def zeros(shape, dtype):
+            return wp.zeros(shape, dtype=dtype, device=device)
     for name in ("rval", "fprev", "gun", "gdot", "sfac", "cfac", "qref", "lmax", "qc", "qg"):
-        setattr(s, name, wp.zeros((worlds, R), dtype=wp.float64, device=device))
-    s.stick = wp.zeros((worlds, R), dtype=wp.int32, device=device)
+        setattr(s, name, zeros((worlds, R), wp.float64))
+    s.stick = zeros((worlds, R), wp.int32)
     s.tnow = wp.zeros(worlds, dtype=wp.float64, device=device)
     s.hnow = wp.zeros(worlds, dtype=wp.float64, device=device)
     s.min_newton = wp.zeros(worlds, dtype=wp.int32, device=device)

@@ -118,6 +118,7 @@ def save_prev(out: FrameOutput, vel: wp.array2d(dtype=wp.vec3d), omega: wp.array
 def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.float64),
                    row_c: wp.array(dtype=wp.float64), row_value: wp.array(dtype=wp.float64),
                    row_tv: wp.array(dtype=wp.float64), gravity: wp.vec3d,
+                   inv_mass: wp.array(dtype=wp.float64), inv_inertia: wp.array(dtype=wp.vec3d),
                    vel: wp.array2d(dtype=wp.vec3d), omega: wp.array2d(dtype=wp.vec3d),
                    lam: wp.array2d(dtype=wp.float64), act: wp.array2d(dtype=wp.int32),
                    jl1: wp.array2d(dtype=wp.vec3d), ja1: wp.array2d(dtype=wp.vec3d),
@@ -213,12 +214,16 @@ def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.f
         ek = wp.float64(0.0)
         ep = wp.float64(0.0)
         for b in range(nb):
-            mb = pl.mass[b]
-            if mb <= wp.float64(0.0):
+            if pl.mass[b] <= wp.float64(0.0) or inv_mass[b] <= wp.float64(0.0):
                 continue
+            mb = wp.float64(1.0) / inv_mass[b]  # this world's mass and inertia (per-world parameters)
             v = out.vel[f, w, b]
             wb = wp.quat_rotate_inv(out.rot[f, w, b], out.omg[f, w, b])
-            I = pl.inertia[b]
+            ii = inv_inertia[b]
+            I = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+            for k in range(3):
+                if ii[k] > wp.float64(0.0):
+                    I[k] = wp.float64(1.0) / ii[k]
             ek = ek + wp.float64(0.5) * (mb * wp.dot(v, v) + I[0] * wb[0] * wb[0] + I[1] * wb[1] * wb[1]
                                          + I[2] * wb[2] * wb[2])
             ep = ep - mb * wp.dot(gravity, out.pos[f, w, b])

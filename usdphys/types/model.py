@@ -17,7 +17,8 @@ consumes; motors, bushings and contact add rows of the same kinds, and
 force elements go into a parallel force table evaluated in the solver's predictor.
 
 Per-world data (the initial state) has a leading world axis W; the model description is
-shared by all worlds.
+shared by all worlds, except the values of the parameters in usdphys.types.params, which
+``set_parameter`` may give per world (``world_parameters``).
 """
 from __future__ import annotations
 
@@ -131,6 +132,13 @@ class Model:
     contact_method: str = "nsc"
     contact_exclude: list | None = None
 
+    # per-world parameters (usdphys.types.params): name -> (W, ...) SI values; a name not here is
+    # the Model's own value in every world. Set with set_parameter, read with parameter.
+    world_parameters: dict = field(default_factory=dict)
+    # where parameter entries came from in the stage: "prim path.attribute" -> params.ParamSource
+    # (filled by the reader; a study maps attribute overrides through it)
+    param_sources: dict = field(default_factory=dict)
+
     # stage facts the recorder needs
     meters_per_unit: float = 1.0
     kilograms_per_unit: float = 1.0
@@ -213,7 +221,30 @@ class Model:
         for name in ("body_pos", "body_rot", "body_lin_vel", "body_ang_vel"):
             arr = getattr(self, name)
             setattr(out, name, np.repeat(arr[:1], worlds, axis=0).copy())
+        # per-world parameters follow the state: world 0's values in every world
+        out.world_parameters = {k: np.repeat(v[:1], worlds, axis=0) for k, v in self.world_parameters.items()}
         return out
+
+    # ---------------------------------------------------------------- per-world parameters
+    def set_parameter(self, name: str, values, index=None) -> None:
+        """Per-world values of a parameter (usdphys.types.params.PARAMETERS), SI: `values` is
+        (W, ...) or one value for every world; `index` picks an entry (int or prim path; for
+        per-DOF arrays a (joint, dof) tuple, dof an int or 'rotZ'...)."""
+        from usdphys.types.params import set_parameter
+
+        set_parameter(self, name, values, index)
+
+    def parameter(self, name: str) -> np.ndarray:
+        """(W, ...) values of a parameter each world simulates."""
+        from usdphys.types.params import parameter
+
+        return parameter(self, name)
+
+    def world(self, w: int) -> "Model":
+        """World w alone: a single-world Model with its initial state and parameters."""
+        from usdphys.types.params import world_model
+
+        return world_model(self, w)
 
     # ---------------------------------------------------------------- frames
     def com_state(self):

@@ -16,6 +16,7 @@ from pxr import Usd, UsdGeom, UsdPhysics, UsdShade
 from usdphys.errors import UsdphysError
 from usdphys.math3d import matrix_to_quat, polar_rotation, quat_to_matrix, rigid_frame
 from usdphys.types.model import Model
+from usdphys.types.params import add_source
 from usdphys.usd.gfconv import linear_and_translation, row_matrix, transform_fault, unit_quat_xyzw, vec3
 from usdphys.usd.reader.shapes import AXIS_INDEX
 
@@ -55,6 +56,8 @@ def read_bodies(stage: Usd.Stage, rigid_bodies: list, shapes: dict, model: Model
                            ang_vel=ang_vel, com=com, axes=axes)
         index[str(p)] = model.add_body(str(p), mass, moments, pos * mpu, rot, lin_vel, ang_vel, com, axes,
                                        kinematic=bool(d.kinematicBody))
+        if not d.kinematicBody:
+            _record_mass_source(prim, model, str(p), mass, moments, kpu)
     return index, static_bodies
 
 
@@ -112,6 +115,20 @@ def _has_animated_xform(prim) -> bool:
 
 
 # ---------------------------------------------------------------------------- mass
+def _record_mass_source(prim, model: Model, path: str, mass: float, moments, kpu: float) -> None:
+    """Per-world parameter provenance of an authored physics:mass: the body mass and, unless
+    physics:diagonalInertia is authored, the inertia derived from the colliders, which scales
+    with the mass (mass_properties)."""
+    api = UsdPhysics.MassAPI(prim)
+    attr = api.GetMassAttr() if api else None
+    if not attr or not attr.HasAuthoredValue() or not (attr.Get() or 0) > 0:
+        return
+    add_source(model, path, attr.GetName(), "body.mass", (path,), kpu)
+    diag = api.GetDiagonalInertiaAttr()
+    if not (diag and diag.HasAuthoredValue() and any(x > 0 for x in diag.Get())):
+        add_source(model, path, attr.GetName(), "body.inertia", (path,), np.asarray(moments, float) * kpu / mass)
+
+
 def mass_properties(stage, body_prim, desc, shapes, mpu, kpu, warner):
     """mass (kg), com (m, prim frame), principal inertia (kg m^2), principal axes (xyzw)."""
     path = body_prim.GetPath()
