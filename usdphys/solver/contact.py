@@ -907,13 +907,15 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     nu = col("poisson_ratio", 0.3)
     cm.hertz_c = farr((1.0 - nu**2) / np.where(young > 0, young, np.inf))
     kappa = np.zeros(S)
-    from usdphys.types.shapes import SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
+    from usdphys.types.shapes import SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
 
     for s in range(S):
         typ = int(ct.type[s])
         r = float(ct.contact_radius[s]) if ct.contact_radius is not None else 0.0
         if typ in (SHAPE_SPHERE, SHAPE_CAPSULE, SHAPE_CYLINDER):
             r += float(ct.dims[s][0])
+        elif typ == SHAPE_ELLIPSOID:  # Hertz needs one radius: the semi-axes' geometric mean
+            r += float(np.prod(ct.dims[s])) ** (1.0 / 3.0)
         kappa[s] = 1.0 / r if r > 0 else 0.0
     cm.kappa = farr(kappa)
     kn = col("normal_stiffness", np.nan)

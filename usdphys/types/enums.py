@@ -88,6 +88,9 @@ class ShapeType(IntEnum):
     BOX = 3
     CYLINDER = 4
     CONVEX = 5
+    ELLIPSOID = 6  # semi-axes along the shape's X, Y, Z
+    CONE = 7  # a frustum about +Z: bottom radius, half height, top radius (0: a cone)
+    MESH = 8  # a triangle mesh, static only (BVH mid-phase)
 
 
 class TimeFunctionKind(IntEnum):
