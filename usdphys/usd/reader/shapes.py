@@ -507,9 +507,11 @@ def _read_filtering(stage, t: ShapeTable, prims, rd: _Reader) -> None:
             if query.IsPathIncluded(prim.GetPath()):
                 members[gi].add(s)
         for target in api.GetFilteredGroupsRel().GetTargets():
-            if str(target) not in canon:
-                raise UsdphysError(f"{g.GetPath()}: physics:filteredGroups targets {target}, "
-                                   "which is not a PhysicsCollisionGroup")
+            if str(target) not in canon:  # broken references exist in the wild: decide, do not stop
+                what = "does not exist" if not stage.GetPrimAtPath(target) else "is not a PhysicsCollisionGroup"
+                warn(f"{g.GetPath()}: physics:filteredGroups targets {target}, which {what}; "
+                     "that target is ignored (the group's other filters stay)")
+                continue
             filtered[gi].add(canon[str(target)])
         if _attr(g, UsdPhysics.Tokens.physicsInvertFilteredGroups, False):
             inverted[gi] = True
