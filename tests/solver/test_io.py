@@ -50,7 +50,12 @@ def test_state_of_many_worlds_repeats_a_one_world_model(fourbar):
 def test_scratch_starts_without_a_factorisation(fourbar):
     dm = io.put_model(fourbar, "cpu")
     sc = io.make_scratch(dm, 2, "cpu")
-    assert sc.A.shape == (2, dm.row_count, dm.row_count)
+    # A and its factor hold only the pattern's entries per world: every pair of rows that
+    # share a body (plus the loop's fill), fewer than the dense lower triangle
+    assert sc.A.shape == sc.Lf.shape == (2, dm.pattern.count)
+    b0, b1, R = np.asarray(dm.rows.b0), np.asarray(dm.rows.b1), dm.row_count
+    shared = sum(1 for i in range(R) for j in range(i + 1) if {b0[i], b1[i]} & {b0[j], b1[j]} - {-1})
+    assert shared <= dm.pattern.count < R * (R + 1) // 2
     np.testing.assert_array_equal(sc.fage.numpy(), [-1, -1])
     out = io.make_output(dm, 2, 5, "cpu")
     assert out.pos.shape == (6, 2, fourbar.body_count) and out.eff.shape == (6, 2, 1)

@@ -27,9 +27,10 @@ import warp as wp
 from usdphys.solver import forces
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
-from usdphys.solver.ldl import row_envelope
+from usdphys.solver.ldl import put_pattern
 from usdphys.types.enums import RowKind, RowMode
 from usdphys.types.model import MODE_EQUAL, Model, RowTable
+from usdphys.types.rowgraph import RowPattern, row_pattern
 
 
 @dataclass
@@ -54,6 +55,7 @@ class DeviceModel:
     inv_mass: np.ndarray  # (B,) 0 for kinematic or massless bodies
     body_count: int
     row_count: int
+    pattern: RowPattern  # the row system's elimination order and factor pattern (host copy)
     axial_force_law: object = field(default=None)  # compiled into the kernels (forces.set_axial_force_law)
 
     @property
@@ -138,7 +140,8 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.row_value = _arr(_pad(rows.value, Rn, 0), wp.float64, dev)
     m.row_b0 = _arr(_pad(rows.b0, Rn, 0), wp.int32, dev)
     m.row_b1 = _arr(_pad(rows.b1, Rn, 0), wp.int32, dev)
-    m.row_first = _arr(_pad(row_envelope(rows.b0, rows.b1), Rn, 0), wp.int32, dev)
+    pattern = row_pattern(rows.b0, rows.b1)  # elimination order and factor pattern (sparse LDL)
+    m.pat = put_pattern(pattern, dev)
     m.row_p0 = _arr(_pad(rows.p0, Rn, 3), wp.vec3d, dev)
     m.row_q0 = _arr(_pad(rows.q0, Rn, 4), wp.quatd, dev)
     m.row_p1 = _arr(_pad(rows.p1, Rn, 3), wp.vec3d, dev)
@@ -161,7 +164,7 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     # law / friction rows, whose diagonals or active sets change) and nothing collides
     m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and cm.n_pairs == 0)
     return DeviceModel(data=m, contact=cm, rows=rows, elements=elements, contact_info=contact_info,
-                       inv_mass=_pad(inv_mass, Bn, 0), body_count=B, row_count=R,
+                       inv_mass=_pad(inv_mass, Bn, 0), body_count=B, row_count=R, pattern=pattern,
                        axial_force_law=axial_force_law)
 
 
@@ -212,8 +215,9 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
     sc.rank_indep = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
     sc.rank_hard = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
     sc.rank_age = wp.full(W, -1, dtype=wp.int32, device=dev)
-    sc.A = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
-    sc.Lf = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
+    nnz = max(device_model.pattern.count, 1)  # A and its factor: the pattern's entries only
+    sc.A = wp.zeros((W, nnz), dtype=wp.float64, device=dev)
+    sc.Lf = wp.zeros((W, nnz), dtype=wp.float64, device=dev)
     sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)
     sc.rfresh = wp.zeros(W, dtype=wp.int32, device=dev)
     sc.conv_err = wp.zeros(W, dtype=wp.float64, device=dev)

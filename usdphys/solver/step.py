@@ -30,7 +30,7 @@ from usdphys.solver.forces import (
     time_fn,
     time_fn_integral,
 )
-from usdphys.solver.ldl import FACTOR_TOL, RANK_TOL, ldl_factor, ldl_solve
+from usdphys.solver.ldl import FACTOR_TOL, RANK_TOL, RowPattern, ldl_factor, ldl_solve
 from usdphys.solver.mathx import (
     MODE_EQUAL,
     MODE_FRICTION,
@@ -100,7 +100,7 @@ class ModelData:
     row_value: wp.array(dtype=wp.float64)
     row_b0: wp.array(dtype=wp.int32)
     row_b1: wp.array(dtype=wp.int32)
-    row_first: wp.array(dtype=wp.int32)  # envelope of A: first row sharing a body (ldl.py)
+    pat: RowPattern  # elimination order and sparse pattern of the row system's factor (ldl.py)
     row_p0: wp.array(dtype=wp.vec3d)
     row_q0: wp.array(dtype=wp.quatd)
     row_p1: wp.array(dtype=wp.vec3d)
@@ -177,8 +177,9 @@ class Scratch:
     rank_indep: wp.array2d(dtype=wp.int32)
     rank_hard: wp.array2d(dtype=wp.int32)
     rank_age: wp.array(dtype=wp.int32)
-    A: wp.array3d(dtype=wp.float64)
-    Lf: wp.array3d(dtype=wp.float64)
+    # A and its factor: only the entries of the pattern m.pat, [world, entry] (ldl.py)
+    A: wp.array2d(dtype=wp.float64)
+    Lf: wp.array2d(dtype=wp.float64)
     D: wp.array2d(dtype=wp.float64)
     fage: wp.array(dtype=wp.int32)  # steps since Lf, D were factorised (-1: none valid)
     rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
@@ -442,7 +443,7 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
             if kind == ROW_TWIST:
                 gun = es.gun[w, i] + wrap_angle(g0 - es.gun[w, i])
             es.gun[w, i] = gun
-            aii = sc.A[w, i, i]
+            aii = sc.A[w, m.pat.diag[i]]
             if aii <= wp.float64(0.0) or (kind == ROW_DIST and g0 < W_LINE_EPS):
                 es.fprev[w, i] = wp.float64(0.0)  # no direction (zero length) or nothing moves
                 continue
@@ -523,7 +524,6 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
     reused while the set of hard active rows is the one it was made for, up to RANK_EVERY
     factorisations; a step that then fails to converge is retried with a fresh one (rank_age
     = -1), so a stale decision can cost time but never a wrong answer."""
-    first = m.row_first
     reuse = int(0)
     if sc.rank_age[w] >= 0 and sc.rank_age[w] < RANK_EVERY:
         reuse = int(1)
@@ -542,43 +542,45 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
         if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
             k = 1
         sc.keep[w, i] = k
-    ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, FACTOR_TOL)
+    ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, m.pat, w, nr, FACTOR_TOL)
 
 
 @wp.func
 def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
     """Which hard active rows are independent (sc.rank_indep), from the mass-free matrix
-    G S G^T built in Lf's lower triangle and factorised in place (factor_rows says why)."""
-    first = m.row_first
+    G S G^T built in Lf's pattern and factorised in place (factor_rows says why)."""
+    pat = m.pat
     for i in range(nr):
         k = int(0)
         if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
             k = 1
         sc.keep[w, i] = k
         sc.rank_hard[w, i] = k
-    for i in range(nr):
-        if sc.keep[w, i] == 0:
-            continue
-        bi0 = m.row_b0[i]
-        bi1 = m.row_b1[i]
-        for j in range(first[i], i + 1):
-            if sc.keep[w, j] == 0:
-                continue
-            bj0 = m.row_b0[j]
-            bj1 = m.row_b1[j]
+    for p in range(nr):
+        pi = pat.perm[p]
+        for e in range(pat.lrow[p], pat.lrow[p + 1]):
+            pj = pat.perm[pat.lcol[e]]
             a = wp.float64(0.0)
-            if bi0 >= 0 and m.inv_mass[bi0] > wp.float64(0.0):
-                if bi0 == bj0:
-                    a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
-                if bi0 == bj1:
-                    a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
-            if bi1 >= 0 and m.inv_mass[bi1] > wp.float64(0.0):
-                if bi1 == bj0:
-                    a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
-                if bi1 == bj1:
-                    a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
-            sc.Lf[w, i, j] = a
-    ldl_factor(sc.Lf, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, RANK_TOL)
+            if sc.keep[w, pi] != 0 and sc.keep[w, pj] != 0:
+                # the later row of the two first: the same sum, term for term, in any order
+                i = wp.max(pi, pj)
+                j = wp.min(pi, pj)
+                bi0 = m.row_b0[i]
+                bi1 = m.row_b1[i]
+                bj0 = m.row_b0[j]
+                bj1 = m.row_b1[j]
+                if bi0 >= 0 and m.inv_mass[bi0] > wp.float64(0.0):
+                    if bi0 == bj0:
+                        a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
+                    if bi0 == bj1:
+                        a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
+                if bi1 >= 0 and m.inv_mass[bi1] > wp.float64(0.0):
+                    if bi1 == bj0:
+                        a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
+                    if bi1 == bj1:
+                        a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
+            sc.Lf[w, e] = a
+    ldl_factor(sc.Lf, sc.Lf, sc.D, sc.keep, sc.sdiag, pat, w, nr, RANK_TOL)
     sc.rank_age[w] = 0
     for i in range(nr):
         indep = int(0)
@@ -589,12 +591,19 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
 
 @wp.func
 def build_A(m: ModelData, sc: Scratch, w: int):
-    """A = G M^-1 G^T at the step start (only body-sharing pairs are non-zero)."""
+    """A = G M^-1 G^T at the step start, on the factor's pattern (only body-sharing pairs are
+    non-zero; the pattern's fill entries get 0)."""
     nr = m.n_rows
-    for i in range(nr):
-        bi0 = m.row_b0[i]
-        bi1 = m.row_b1[i]
-        for j in range(i + 1):
+    pat = m.pat
+    for p in range(nr):
+        pi = pat.perm[p]
+        for e in range(pat.lrow[p], pat.lrow[p + 1]):
+            pj = pat.perm[pat.lcol[e]]
+            # the later row of the two first: the same value as the dense lower triangle
+            i = wp.max(pi, pj)
+            j = wp.min(pi, pj)
+            bi0 = m.row_b0[i]
+            bi1 = m.row_b1[i]
             bj0 = m.row_b0[j]
             bj1 = m.row_b1[j]
             a = wp.float64(0.0)
@@ -608,8 +617,7 @@ def build_A(m: ModelData, sc: Scratch, w: int):
                     a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
                 if bi1 == bj1:
                     a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
-            sc.A[w, i, j] = a
-            sc.A[w, j, i] = a
+            sc.A[w, e] = a
 
 
 @wp.func
@@ -654,7 +662,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             dg.n_updates[w] = dg.n_updates[w] + 1
             for i in range(nr):
                 sc.res[w, i] = -sc.res[w, i] / h
-            ldl_solve(sc.Lf, sc.D, m.row_first, sc.res, w, nr)
+            ldl_solve(sc.Lf, sc.D, m.pat, sc.res, w, nr)
             for i in range(nr):
                 if sc.act[w, i] == 1:
                     sc.lam[w, i] = sc.lam[w, i] + sc.res[w, i]
@@ -805,7 +813,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             k = m.row_k[i]
             c = m.row_c[i]
             if m.row_accel[i] != 0:
-                aii = sc.A[w, i, i]
+                aii = sc.A[w, m.pat.diag[i]]
                 if aii > wp.float64(0.0):
                     k = k / aii
                     c = c / aii
@@ -850,7 +858,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         n_c = contact_begin(cm, cs, w, h, nb, m.gravity, m.inv_mass, st.pos, st.rot, st.vel, st.omega, sc.vel1,
                             sc.omega1, sc.iinv, nr)
         if n_c > 0:
-            contact_solve(cm, cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.row_first,
+            contact_solve(cm, cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.pat,
                           sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
             contact_kick(cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
             solve_rows(m, st, es, sc, dg, w, h, tol, 0)
