@@ -28,6 +28,11 @@ MAX_FRAMES = 1e9
 MAX_STEPS = 1e10
 # Result arrays held at once: the solver's frame buffer, its host copy and the prim-frame poses.
 POSE_COPIES = 3
+# Per-world solver vectors (usdphys/solver/io.py, forces.py), rounded up: per row 8 vec3d + 8
+# float64 + 4 int32 of scratch, 3 float64 of warm-start history, 10 float64 + 1 int32 of element
+# state (380 bytes); per body 7 vec3d + a quaternion + a 3x3 matrix of scratch, 4 vectors of state.
+BYTES_PER_ROW = 400
+BYTES_PER_BODY = 400
 
 
 @dataclass
@@ -98,14 +103,20 @@ def memory_estimate(model: Model, frames: int, worlds: int) -> tuple[int, int]:
     """(bytes, rows): what a run allocates that grows with frames, worlds and rows.
 
     Poses: (frames + 1) x worlds x bodies x (3 + 4) float64, held POSE_COPIES times; motor
-    efforts likewise (twice); the solver's two dense per-world matrices (A and its factor):
-    rows^2 x 2 x 8 bytes x worlds. Rows are the joints' rows plus at least one per force
-    element (a lower bound: some elements take more).
+    efforts likewise (twice); per world, the solver's row system: A and its LDL factor hold
+    only the entries of the factor's sparse pattern (usdphys.types.rowgraph: every pair of rows
+    that share a body, plus the fill of closed loops), 2 x 8 bytes each, plus BYTES_PER_ROW of
+    row vectors (Jacobians, impulses, residuals, element state) and BYTES_PER_BODY of body
+    vectors. Rows are the joints' rows plus at least one per force element (a lower bound:
+    some elements take more; the pattern is the joint rows').
     """
     import dataclasses
 
+    from usdphys.types.rowgraph import row_pattern
+
     bodies = max(model.body_count, 1)
-    rows = model.constraint_rows().count
+    joint_rows = model.constraint_rows()
+    rows = joint_rows.count
     motors = 0
     el = model.elements
     if el is not None and dataclasses.is_dataclass(el):
@@ -115,10 +126,11 @@ def memory_estimate(model: Model, frames: int, worlds: int) -> tuple[int, int]:
             if "motor" in f.name:
                 motors += n
     rows = max(rows, 1)
+    entries = row_pattern(joint_rows.b0, joint_rows.b1).count + (rows - joint_rows.count)
     poses = (frames + 1) * worlds * bodies * (3 + 4) * 8 * POSE_COPIES
     efforts = (frames + 1) * worlds * max(motors, 1) * 8 * 2
-    matrices = rows * rows * 2 * 8 * worlds
-    return poses + efforts + matrices, rows
+    solver = (entries * 2 * 8 + rows * BYTES_PER_ROW + bodies * BYTES_PER_BODY) * worlds
+    return poses + efforts + solver, rows
 
 
 def _size(n: float) -> str:
@@ -138,7 +150,7 @@ def check_memory(model: Model, frames: int, worlds: int, available: int | None =
     if available is not None and need > available:
         raise UsdphysError(
             f"this run needs about {_size(need)} of memory ({frames + 1} frames x {worlds} world(s) x "
-            f"{model.body_count} bodies of poses, {rows}x{rows} solver matrices per world) but "
+            f"{model.body_count} bodies of poses, the solver's {rows}-row system per world) but "
             f"{_size(available)} is available; lower it with fewer frames (--fps, --duration) or "
             "fewer worlds (--worlds)")
     return need

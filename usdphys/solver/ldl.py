@@ -43,14 +43,16 @@ REG = wp.constant(wp.float64(1.0e-12))
 
 @wp.struct
 class RowPattern:
-    """The factor's pattern (usdphys.types.rowgraph.RowPattern) on the device: perm (position
-    -> row), lrow / lcol (row-wise entries, diagonal last), crow / cpos / cat (column-wise
-    index of the strictly lower entries), diag (row -> its diagonal entry)."""
+    """The factor's pattern (usdphys.types.rowgraph.RowPattern) on the device: perm / pos
+    (position <-> row), lrow / lcol (row-wise entries, diagonal last; lcol holds rows),
+    crow / ccol / cat (column-wise index of the strictly lower entries), diag (row -> its
+    diagonal entry)."""
     perm: wp.array(dtype=wp.int32)
+    pos: wp.array(dtype=wp.int32)
     lrow: wp.array(dtype=wp.int32)
     lcol: wp.array(dtype=wp.int32)
     crow: wp.array(dtype=wp.int32)
-    cpos: wp.array(dtype=wp.int32)
+    ccol: wp.array(dtype=wp.int32)
     cat: wp.array(dtype=wp.int32)
     diag: wp.array(dtype=wp.int32)
 
@@ -58,7 +60,7 @@ class RowPattern:
 def put_pattern(pattern, device) -> RowPattern:
     """Upload a usdphys.types.rowgraph.RowPattern (empty index arrays get one dummy entry)."""
     p = RowPattern()
-    for name in ("perm", "lrow", "lcol", "crow", "cpos", "cat", "diag"):
+    for name in ("perm", "pos", "lrow", "lcol", "crow", "ccol", "cat", "diag"):
         a = np.asarray(getattr(pattern, name), dtype=np.int32)
         if a.size == 0:
             a = np.zeros(1, dtype=np.int32)
@@ -68,13 +70,15 @@ def put_pattern(pattern, device) -> RowPattern:
 
 @wp.func
 def ldl_factor(A: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64),
-               D: wp.array2d(dtype=wp.float64), act: wp.array2d(dtype=wp.int32),
-               sdiag: wp.array2d(dtype=wp.float64), pat: RowPattern, w: int, n: int,
-               pivot_tol: wp.float64):
+               D: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.float64),
+               act: wp.array2d(dtype=wp.int32), sdiag: wp.array2d(dtype=wp.float64), pat: RowPattern,
+               w: int, n: int, pivot_tol: wp.float64):
     """LDL^T of A (+ sdiag on the diagonal) over the rows with act == 1; a pivot below
     pivot_tol times its diagonal marks a dependent row (D = 0). A and Lf hold the pattern's
     entries; A may be Lf itself (in place: each entry is read just before its factor entry is
-    written; the diagonal entries are only read). D is indexed by row."""
+    written; the diagonal entries are only read). D is indexed by row. y: a work row (by row),
+    all zero on entry and on return: the row being factorised, scattered, so that each entry's
+    sum runs over the other row's entries without searching."""
     for p in range(n):
         i = pat.perm[p]
         D[w, i] = wp.float64(0.0)
@@ -85,33 +89,26 @@ def ldl_factor(A: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64)
                 Lf[w, e] = wp.float64(0.0)
             continue
         for e in range(e0, ed):
-            q = pat.lcol[e]
-            dj = D[w, pat.perm[q]]
-            if dj == wp.float64(0.0):  # column of a skipped or dependent row
-                Lf[w, e] = wp.float64(0.0)
-                continue
-            s = A[w, e]
-            # sum over the columns k < q that rows p and q share (both lists ascending)
-            a = int(e0)
-            b = int(pat.lrow[q])
-            bend = pat.lrow[q + 1] - 1
-            while a < e and b < bend:
-                ka = pat.lcol[a]
-                kb = pat.lcol[b]
-                if ka == kb:
-                    s = s - Lf[w, a] * Lf[w, b] * D[w, pat.perm[ka]]
-                    a = a + 1
-                    b = b + 1
-                elif ka < kb:
-                    a = a + 1
-                else:
-                    b = b + 1
-            Lf[w, e] = s / dj
+            j = pat.lcol[e]
+            dj = D[w, j]
+            l = wp.float64(0.0)  # column of a skipped or dependent row: 0
+            if dj != wp.float64(0.0):
+                s = A[w, e]
+                q = pat.pos[j]
+                # L[i,k] (in y, 0 where row i has no entry) against row j's entries, k ascending
+                for f in range(pat.lrow[q], pat.lrow[q + 1] - 1):
+                    k = pat.lcol[f]
+                    s = s - y[w, k] * Lf[w, f] * D[w, k]
+                l = s / dj
+            Lf[w, e] = l
+            y[w, j] = l
         ajj = A[w, ed] + sdiag[w, i]
         d = ajj * (wp.float64(1.0) + REG)
         for e in range(e0, ed):
+            j = pat.lcol[e]
             l = Lf[w, e]
-            d = d - l * l * D[w, pat.perm[pat.lcol[e]]]
+            d = d - l * l * D[w, j]
+            y[w, j] = wp.float64(0.0)
         if ajj > wp.float64(0.0) and d > pivot_tol * ajj:
             D[w, i] = d
 
@@ -127,7 +124,7 @@ def ldl_solve(Lf: wp.array2d(dtype=wp.float64), D: wp.array2d(dtype=wp.float64),
             continue
         s = x[w, i]
         for e in range(pat.lrow[p], pat.lrow[p + 1] - 1):
-            s = s - Lf[w, e] * x[w, pat.perm[pat.lcol[e]]]
+            s = s - Lf[w, e] * x[w, pat.lcol[e]]
         x[w, i] = s
     for i in range(n):
         if D[w, i] != wp.float64(0.0):
@@ -139,5 +136,5 @@ def ldl_solve(Lf: wp.array2d(dtype=wp.float64), D: wp.array2d(dtype=wp.float64),
             continue
         s = x[w, i]
         for c in range(pat.crow[p], pat.crow[p + 1]):
-            s = s - Lf[w, pat.cat[c]] * x[w, pat.perm[pat.cpos[c]]]
+            s = s - Lf[w, pat.cat[c]] * x[w, pat.ccol[c]]
         x[w, i] = s

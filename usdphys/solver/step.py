@@ -180,6 +180,7 @@ class Scratch:
     # A and its factor: only the entries of the pattern m.pat, [world, entry] (ldl.py)
     A: wp.array2d(dtype=wp.float64)
     Lf: wp.array2d(dtype=wp.float64)
+    ly: wp.array2d(dtype=wp.float64)  # [world, row] the factorisation's work row, zero between uses
     D: wp.array2d(dtype=wp.float64)
     fage: wp.array(dtype=wp.int32)  # steps since Lf, D were factorised (-1: none valid)
     rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
@@ -542,7 +543,7 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
         if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
             k = 1
         sc.keep[w, i] = k
-    ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, m.pat, w, nr, FACTOR_TOL)
+    ldl_factor(sc.A, sc.Lf, sc.D, sc.ly, sc.keep, sc.sdiag, m.pat, w, nr, FACTOR_TOL)
 
 
 @wp.func
@@ -559,7 +560,7 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
     for p in range(nr):
         pi = pat.perm[p]
         for e in range(pat.lrow[p], pat.lrow[p + 1]):
-            pj = pat.perm[pat.lcol[e]]
+            pj = pat.lcol[e]
             a = wp.float64(0.0)
             if sc.keep[w, pi] != 0 and sc.keep[w, pj] != 0:
                 # the later row of the two first: the same sum, term for term, in any order
@@ -580,7 +581,7 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
                     if bi1 == bj1:
                         a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
             sc.Lf[w, e] = a
-    ldl_factor(sc.Lf, sc.Lf, sc.D, sc.keep, sc.sdiag, pat, w, nr, RANK_TOL)
+    ldl_factor(sc.Lf, sc.Lf, sc.D, sc.ly, sc.keep, sc.sdiag, pat, w, nr, RANK_TOL)
     sc.rank_age[w] = 0
     for i in range(nr):
         indep = int(0)
@@ -598,7 +599,7 @@ def build_A(m: ModelData, sc: Scratch, w: int):
     for p in range(nr):
         pi = pat.perm[p]
         for e in range(pat.lrow[p], pat.lrow[p + 1]):
-            pj = pat.perm[pat.lcol[e]]
+            pj = pat.lcol[e]
             # the later row of the two first: the same value as the dense lower triangle
             i = wp.max(pi, pj)
             j = wp.min(pi, pj)

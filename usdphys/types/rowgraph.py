@@ -30,17 +30,18 @@ REORDER_GAIN = 0.25
 class RowPattern:
     """The factor's pattern over R rows, in elimination positions p = 0 .. R-1.
 
-    perm[p]: the row eliminated at position p. Row-wise (CSR) lower triangle with diagonal:
-    position p owns entries lrow[p] .. lrow[p+1]-1, columns lcol (positions, ascending) with
-    the diagonal last. Column-wise view of the strictly lower part: position p's column has
-    entries crow[p] .. crow[p+1]-1 at positions cpos (ascending), stored at value index cat.
-    diag[i]: the value index of row i's diagonal (indexed by row, not position)."""
+    perm[p]: the row eliminated at position p; pos[i]: the position of row i. Row-wise (CSR)
+    lower triangle with diagonal: position p owns entries lrow[p] .. lrow[p+1]-1, in ascending
+    position of their column, the diagonal last; lcol is the column's ROW. Column-wise view of
+    the strictly lower part: position p's column has entries crow[p] .. crow[p+1]-1 in rows
+    ccol (ascending position), stored at value index cat. diag[i]: row i's diagonal entry."""
 
     perm: np.ndarray
+    pos: np.ndarray
     lrow: np.ndarray
     lcol: np.ndarray
     crow: np.ndarray
-    cpos: np.ndarray
+    ccol: np.ndarray
     cat: np.ndarray
     diag: np.ndarray
 
@@ -157,11 +158,14 @@ def _pattern(perm: np.ndarray, rows: list[list[int]]) -> RowPattern:
             cols[q].append((p, e0 + k))
     crow = np.zeros(n + 1, dtype=np.int32)
     crow[1:] = np.cumsum([len(c) for c in cols])
-    cpos = np.array([p for c in cols for p, _ in c], dtype=np.int32)
+    ccol = np.array([perm[p] for c in cols for p, _ in c], dtype=np.int32)
     cat = np.array([e for c in cols for _, e in c], dtype=np.int32)
     diag = np.empty(n, dtype=np.int32)
     diag[perm] = lrow[1:] - 1
-    return RowPattern(perm=perm.astype(np.int32), lrow=lrow, lcol=lcol, crow=crow, cpos=cpos, cat=cat, diag=diag)
+    pos = np.empty(n, dtype=np.int32)
+    pos[perm] = np.arange(n)
+    return RowPattern(perm=perm.astype(np.int32), pos=pos, lrow=lrow, lcol=perm[lcol].astype(np.int32), crow=crow,
+                      ccol=ccol, cat=cat, diag=diag)
 
 
 def row_pattern(b0, b1) -> RowPattern:
