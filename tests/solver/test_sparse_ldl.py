@@ -96,16 +96,21 @@ def _reference_ldl(A, perm, act, tol, reg):
     n = len(perm)
     L = np.zeros((n, n))
     D = np.zeros(n)
-    for j in range(n):
+    for j in range(n):  # sums in ascending order, term by term, as the kernel and the dense method
         if not act[perm[j]]:
             continue
         ajj = P[j, j]
-        d = ajj * (1 + reg) - np.sum(L[j, :j] ** 2 * D[:j])
+        d = ajj * (1 + reg)
+        for k in range(j):
+            d = d - L[j, k] * L[j, k] * D[k]
         if ajj > 0 and d > tol * ajj:
             D[j] = d
             for i in range(j + 1, n):
                 if act[perm[i]]:
-                    L[i, j] = (P[i, j] - np.sum(L[i, :j] * L[j, :j] * D[:j])) / d
+                    s = P[i, j]
+                    for k in range(j):
+                        s = s - L[i, k] * L[j, k] * D[k]
+                    L[i, j] = s / d
     out = np.zeros(n)
     out[perm] = D
     return out
@@ -116,7 +121,7 @@ def _warp():
     init_warp()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_sparse_ldl_matches_a_dense_reference(data):
     b0, b1, G, inv_mass = _mechanism(data)
@@ -163,9 +168,10 @@ def test_sparse_ldl_matches_a_dense_reference(data):
             assert not kept[i]
         elif kept[i]:
             seen.add(key)
-    # the factor of A over the kept rows: pivots as the dense reference's, to the round-off of a
-    # sum of terms no larger than the row's diagonal (1e-10 A_ii: ~50 terms of 1e-16 each, with
-    # a margin for the conditioning of nearly dependent rows)
+    # the factor of A over the kept rows: pivots as the dense reference's, which sums in the same
+    # order (only exact zero terms are skipped by the sparse one), so they differ at most by the
+    # compiler's fused multiply-adds: 1e-10 of the row's diagonal leaves room for their
+    # amplification in nearly dependent rows
     D = Dw.numpy()[0]
     ref_D = _reference_ldl(A, pattern.perm, kept, float(FACTOR_TOL), float(REG))
     np.testing.assert_array_equal(D != 0, kept)

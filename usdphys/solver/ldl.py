@@ -46,7 +46,8 @@ class RowPattern:
     """The factor's pattern (usdphys.types.rowgraph.RowPattern) on the device: perm / pos
     (position <-> row), lrow / lcol (row-wise entries, diagonal last; lcol holds rows),
     crow / ccol / cat (column-wise index of the strictly lower entries), diag (row -> its
-    diagonal entry)."""
+    diagonal entry), ldot / lstop (the range of each entry's sum in its column's row), li / lj /
+    lshare (each entry's two rows and the bodies they share, for assembling A)."""
     perm: wp.array(dtype=wp.int32)
     pos: wp.array(dtype=wp.int32)
     lrow: wp.array(dtype=wp.int32)
@@ -55,12 +56,18 @@ class RowPattern:
     ccol: wp.array(dtype=wp.int32)
     cat: wp.array(dtype=wp.int32)
     diag: wp.array(dtype=wp.int32)
+    ldot: wp.array(dtype=wp.int32)
+    lstop: wp.array(dtype=wp.int32)
+    li: wp.array(dtype=wp.int32)
+    lj: wp.array(dtype=wp.int32)
+    lshare: wp.array(dtype=wp.int32)
 
 
 def put_pattern(pattern, device) -> RowPattern:
     """Upload a usdphys.types.rowgraph.RowPattern (empty index arrays get one dummy entry)."""
     p = RowPattern()
-    for name in ("perm", "pos", "lrow", "lcol", "crow", "ccol", "cat", "diag"):
+    for name in ("perm", "pos", "lrow", "lcol", "crow", "ccol", "cat", "diag", "ldot", "lstop", "li", "lj",
+                 "lshare"):
         a = np.asarray(getattr(pattern, name), dtype=np.int32)
         if a.size == 0:
             a = np.zeros(1, dtype=np.int32)
@@ -94,9 +101,9 @@ def ldl_factor(A: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64)
             l = wp.float64(0.0)  # column of a skipped or dependent row: 0
             if dj != wp.float64(0.0):
                 s = A[w, e]
-                q = pat.pos[j]
-                # L[i,k] (in y, 0 where row i has no entry) against row j's entries, k ascending
-                for f in range(pat.lrow[q], pat.lrow[q + 1] - 1):
+                # L[i,k] (in y, 0 where row i has no entry) against row j's entries, k ascending,
+                # from the first column row i can share (ldot)
+                for f in range(pat.ldot[e], pat.lstop[e]):
                     k = pat.lcol[f]
                     s = s - y[w, k] * Lf[w, f] * D[w, k]
                 l = s / dj

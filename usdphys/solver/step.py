@@ -557,30 +557,24 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
             k = 1
         sc.keep[w, i] = k
         sc.rank_hard[w, i] = k
-    for p in range(nr):
-        pi = pat.perm[p]
-        for e in range(pat.lrow[p], pat.lrow[p + 1]):
-            pj = pat.lcol[e]
-            a = wp.float64(0.0)
-            if sc.keep[w, pi] != 0 and sc.keep[w, pj] != 0:
-                # the later row of the two first: the same sum, term for term, in any order
-                i = wp.max(pi, pj)
-                j = wp.min(pi, pj)
-                bi0 = m.row_b0[i]
-                bi1 = m.row_b1[i]
-                bj0 = m.row_b0[j]
-                bj1 = m.row_b1[j]
-                if bi0 >= 0 and m.inv_mass[bi0] > wp.float64(0.0):
-                    if bi0 == bj0:
-                        a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
-                    if bi0 == bj1:
-                        a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
-                if bi1 >= 0 and m.inv_mass[bi1] > wp.float64(0.0):
-                    if bi1 == bj0:
-                        a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
-                    if bi1 == bj1:
-                        a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
-            sc.Lf[w, e] = a
+    for e in range(pat.lrow[nr]):
+        # the later row of the two first (li): the same sum, term for term, as the dense method
+        i = pat.li[e]
+        j = pat.lj[e]
+        share = pat.lshare[e]
+        a = wp.float64(0.0)
+        if share != 0 and sc.keep[w, i] != 0 and sc.keep[w, j] != 0:
+            if (share & 3) != 0 and m.inv_mass[m.row_b0[i]] > wp.float64(0.0):
+                if (share & 1) != 0:
+                    a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
+                if (share & 2) != 0:
+                    a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
+            if (share & 12) != 0 and m.inv_mass[m.row_b1[i]] > wp.float64(0.0):
+                if (share & 4) != 0:
+                    a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
+                if (share & 8) != 0:
+                    a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
+        sc.Lf[w, e] = a
     ldl_factor(sc.Lf, sc.Lf, sc.D, sc.ly, sc.keep, sc.sdiag, pat, w, nr, RANK_TOL)
     sc.rank_age[w] = 0
     for i in range(nr):
@@ -594,31 +588,22 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
 def build_A(m: ModelData, sc: Scratch, w: int):
     """A = G M^-1 G^T at the step start, on the factor's pattern (only body-sharing pairs are
     non-zero; the pattern's fill entries get 0)."""
-    nr = m.n_rows
     pat = m.pat
-    for p in range(nr):
-        pi = pat.perm[p]
-        for e in range(pat.lrow[p], pat.lrow[p + 1]):
-            pj = pat.lcol[e]
-            # the later row of the two first: the same value as the dense lower triangle
-            i = wp.max(pi, pj)
-            j = wp.min(pi, pj)
-            bi0 = m.row_b0[i]
-            bi1 = m.row_b1[i]
-            bj0 = m.row_b0[j]
-            bj1 = m.row_b1[j]
-            a = wp.float64(0.0)
-            if bi0 >= 0:
-                if bi0 == bj0:
-                    a = a + wp.dot(sc.jl0[w, i], sc.wl0[w, j]) + wp.dot(sc.ja0[w, i], sc.wa0[w, j])
-                if bi0 == bj1:
-                    a = a + wp.dot(sc.jl0[w, i], sc.wl1[w, j]) + wp.dot(sc.ja0[w, i], sc.wa1[w, j])
-            if bi1 >= 0:
-                if bi1 == bj0:
-                    a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
-                if bi1 == bj1:
-                    a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
-            sc.A[w, e] = a
+    for e in range(pat.lrow[m.n_rows]):
+        # the later row of the two first (li): the same value as the dense lower triangle
+        i = pat.li[e]
+        j = pat.lj[e]
+        share = pat.lshare[e]  # which bodies the two rows share (0: a fill entry)
+        a = wp.float64(0.0)
+        if (share & 1) != 0:
+            a = a + wp.dot(sc.jl0[w, i], sc.wl0[w, j]) + wp.dot(sc.ja0[w, i], sc.wa0[w, j])
+        if (share & 2) != 0:
+            a = a + wp.dot(sc.jl0[w, i], sc.wl1[w, j]) + wp.dot(sc.ja0[w, i], sc.wa1[w, j])
+        if (share & 4) != 0:
+            a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
+        if (share & 8) != 0:
+            a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
+        sc.A[w, e] = a
 
 
 @wp.func

@@ -34,7 +34,13 @@ class RowPattern:
     lower triangle with diagonal: position p owns entries lrow[p] .. lrow[p+1]-1, in ascending
     position of their column, the diagonal last; lcol is the column's ROW. Column-wise view of
     the strictly lower part: position p's column has entries crow[p] .. crow[p+1]-1 in rows
-    ccol (ascending position), stored at value index cat. diag[i]: row i's diagonal entry."""
+    ccol (ascending position), stored at value index cat. diag[i]: row i's diagonal entry.
+    ldot[e], for an entry e = (p, q) below the diagonal: where the factorisation's sum for it
+    starts in row q's entries (the first column that row p can share: at or after row p's
+    first column; the terms before it are exact zeros), lstop[e] where it ends (row q's
+    diagonal). For assembling A, per entry: the later (li) and earlier (lj) of its two rows in
+    the rows' own order, and which of their bodies coincide (lshare, bits: 1 b0 = b0, 2 b0 = b1,
+    4 b1 = b0, 8 b1 = b1, of li against lj, world excluded; 0 for a fill entry)."""
 
     perm: np.ndarray
     pos: np.ndarray
@@ -44,6 +50,11 @@ class RowPattern:
     ccol: np.ndarray
     cat: np.ndarray
     diag: np.ndarray
+    ldot: np.ndarray
+    lstop: np.ndarray
+    li: np.ndarray
+    lj: np.ndarray
+    lshare: np.ndarray
 
     @property
     def count(self) -> int:
@@ -144,7 +155,7 @@ def _symbolic(b0: np.ndarray, b1: np.ndarray, perm: np.ndarray) -> list[list[int
     return rows
 
 
-def _pattern(perm: np.ndarray, rows: list[list[int]]) -> RowPattern:
+def _pattern(perm: np.ndarray, rows: list[list[int]], b0: np.ndarray, b1: np.ndarray) -> RowPattern:
     n = len(perm)
     lrow = np.zeros(n + 1, dtype=np.int32)
     lrow[1:] = np.cumsum([len(r) + 1 for r in rows])
@@ -164,8 +175,25 @@ def _pattern(perm: np.ndarray, rows: list[list[int]]) -> RowPattern:
     diag[perm] = lrow[1:] - 1
     pos = np.empty(n, dtype=np.int32)
     pos[perm] = np.arange(n)
-    return RowPattern(perm=perm.astype(np.int32), pos=pos, lrow=lrow, lcol=perm[lcol].astype(np.int32), crow=crow,
-                      ccol=ccol, cat=cat, diag=diag)
+    nnz = int(lrow[-1])
+    ldot = np.zeros(nnz, dtype=np.int32)
+    lstop = np.zeros(nnz, dtype=np.int32)
+    for p, r in enumerate(rows):
+        e0 = int(lrow[p])
+        for k, q in enumerate(r):
+            # row q's columns are ascending positions: skip those before row p's first column
+            ldot[e0 + k] = int(lrow[q]) + int(np.searchsorted(lcol[lrow[q]:lrow[q + 1] - 1], r[0]))
+            lstop[e0 + k] = int(lrow[q + 1]) - 1
+    row_of = perm[np.repeat(np.arange(n), np.diff(lrow))]
+    col_of = perm[lcol]
+    li = np.maximum(row_of, col_of)
+    lj = np.minimum(row_of, col_of)
+    lshare = np.zeros(nnz, dtype=np.int32)
+    for bit, (x, y) in zip((1, 2, 4, 8), ((b0, b0), (b0, b1), (b1, b0), (b1, b1))):
+        lshare |= np.where((x[li] >= 0) & (x[li] == y[lj]), bit, 0).astype(np.int32)
+    return RowPattern(perm=perm.astype(np.int32), pos=pos, lrow=lrow, lcol=col_of.astype(np.int32), crow=crow,
+                      ccol=ccol, cat=cat, diag=diag, ldot=ldot, lstop=lstop, li=li.astype(np.int32),
+                      lj=lj.astype(np.int32), lshare=lshare)
 
 
 def row_pattern(b0, b1) -> RowPattern:
@@ -182,8 +210,8 @@ def row_pattern(b0, b1) -> RowPattern:
         if not np.array_equal(perm, natural):
             rows_md = _symbolic(b0, b1, perm)
             if sum(len(r) for r in rows_md) < (1.0 - REORDER_GAIN) * fill:
-                return _pattern(perm, rows_md)
-    return _pattern(natural, rows)
+                return _pattern(perm, rows_md, b0, b1)
+    return _pattern(natural, rows, b0, b1)
 
 
 __all__ = ["REORDER_GAIN", "RowPattern", "row_pattern"]
