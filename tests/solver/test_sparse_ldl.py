@@ -121,7 +121,7 @@ def _warp():
     init_warp()
 
 
-@settings(max_examples=60, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, database=None, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_sparse_ldl_matches_a_dense_reference(data):
     b0, b1, G, inv_mass = _mechanism(data)
