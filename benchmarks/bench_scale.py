@@ -1,12 +1,14 @@
 """Scale: one world of a hanging chain of N thin rods, usdphys vs MuJoCo (Euler, RK4) and Newton Featherstone.
 
-    python benchmarks/bench_scale.py [--n 10 30 100 300] [--joint revolute|spherical] [--no-newton]
+    python benchmarks/bench_scale.py [--n 10 30 100 300] [--joint revolute|spherical] [--no-newton] [--clock cpu|wall]
 
 The chain (benchmarks/chain.py): N rods of 10 cm, 1 kg, axial inertia 1e-6 of the transverse,
 revolute joints about y (or spherical), released straight at 45 deg from the vertical, dt = 1 ms,
 gravity 9.81, one world, CPU. Every simulator runs the same number of steps from the same
-start (max(200, 40000 / N): at least 0.2 s of swing), after a warm-up; steps/s = steps / wall
-time. Memory per world: for usdphys every per-world array of the solver (state, scratch,
+start (max(200, 40000 / N): at least 0.2 s of swing), after a warm-up; steps/s = steps / time,
+where time is the process's CPU time by default (every simulator here steps on one thread; on
+a machine shared with other jobs CPU time is what stays comparable between runs) or the wall
+clock (--clock wall). Memory per world: for usdphys every per-world array of the solver (state, scratch,
 diagnostics; the model is shared by all worlds), measured as the difference between a
 2-world and a 1-world solver; for MuJoCo what one MjData allocates (its arena and buffer).
 Newton's memory is not measured (its state is spread over the model). The tip column is the
@@ -32,6 +34,7 @@ import numpy as np
 from chain import AXIAL, LINK, MASS, TILT, TRANSVERSE, chain_model
 
 DT = 1e-3
+CLOCK = time.process_time  # --clock wall: time.perf_counter
 NEWTON_BUDGET = 60.0  # s of stepping for Newton per chain; its rate is then measured on the steps done
 
 
@@ -69,9 +72,9 @@ def bench_usdphys(n: int, joint: str):
     steps = steps_for(n)
     Solver(model, "cpu").run(1, 10, DT)  # warm-up: kernels compiled / loaded
     solver = Solver(model, "cpu")
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     run = solver.run(1, steps, DT)
-    rate = steps / (time.perf_counter() - t0)
+    rate = steps / (CLOCK() - t0)
     per_world = _solver_bytes(Solver(model.replicate(2), "cpu")) - _solver_bytes(solver)
     tip = run.pos[-1, 0, -1] + (LINK / 2) * _axis_z(run.rot[-1, 0, -1])
     stats = solver.newton_stats()
@@ -108,17 +111,19 @@ def bench_mujoco(n: int, joint: str, integrator: str):
         mujoco.mj_step(model, data)
     mujoco.mj_resetData(model, data)
     steps = steps_for(n)
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     for _ in range(steps):
         mujoco.mj_step(model, data)
-    rate = steps / (time.perf_counter() - t0)
+    rate = steps / (CLOCK() - t0)
     # the tip: the last body's frame origin plus its rod (along its -z)
     R = data.xmat[-1].reshape(3, 3)
     tip = data.xpos[-1] + R @ np.array([0.0, 0.0, -LINK])
     return rate, int(data.narena + data.nbuffer), float(tip[2])
 
 
-def newton_worker(n: int, joint: str):
+def newton_worker(n: int, joint: str, clock: str):
+    global CLOCK
+    CLOCK = time.perf_counter if clock == "wall" else time.process_time
     import newton
     import warp as wp
 
@@ -152,14 +157,14 @@ def newton_worker(n: int, joint: str):
     newton.eval_fk(model, model.joint_q, model.joint_qd, s0)
     steps = steps_for(n)
     wp.synchronize_device("cpu")
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     done = 0
-    while done < steps and time.perf_counter() - t0 < NEWTON_BUDGET:  # a slow peer is timed on fewer steps
+    while done < steps and CLOCK() - t0 < NEWTON_BUDGET:  # a slow peer is timed on fewer steps
         solver.step(s0, s1, control, None, DT)
         s0, s1 = s1, s0
         done += 1
     wp.synchronize_device("cpu")
-    rate = done / (time.perf_counter() - t0)
+    rate = done / (CLOCK() - t0)
     tip = float("nan")  # only comparable after the same number of steps
     if done == steps:
         newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
@@ -168,8 +173,9 @@ def newton_worker(n: int, joint: str):
     print(f"RESULT {rate} {tip}")
 
 
-def bench_newton(n: int, joint: str):
-    out = subprocess.run([sys.executable, __file__, "--newton-worker", str(n), joint], capture_output=True, text=True)
+def bench_newton(n: int, joint: str, clock: str):
+    out = subprocess.run([sys.executable, __file__, "--newton-worker", str(n), joint, clock], capture_output=True,
+                         text=True)
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
             _, rate, tip = line.split()
@@ -184,15 +190,18 @@ def _mb(b):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--newton-worker":
-        newton_worker(int(argv[1]), argv[2])
+        newton_worker(int(argv[1]), argv[2], argv[3])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[10, 30, 100, 300])
     ap.add_argument("--joint", choices=["revolute", "spherical"], default="revolute")
     ap.add_argument("--no-newton", action="store_true")
+    ap.add_argument("--clock", choices=["cpu", "wall"], default="cpu", help="CPU time of the process, or wall clock")
     args = ap.parse_args(argv)
-    print(f"chain of N thin rods, {args.joint} joints, one world, CPU, dt {DT} s; steps/s [memory per world] "
-          f"(tip height m at the end)")
+    global CLOCK
+    CLOCK = time.perf_counter if args.clock == "wall" else time.process_time
+    print(f"chain of N thin rods, {args.joint} joints, one world, CPU, dt {DT} s; steps/s ({args.clock} time) "
+          f"[memory per world] (tip height m at the end)")
     print(f"{'N':>4} {'rows':>5} {'entries':>7} {'usdphys':>34} {'mujoco euler':>30} {'mujoco rk4':>30} "
           f"{'newton featherstone':>22}")
     base = None
@@ -203,7 +212,7 @@ def main(argv=None):
         nw = "-"
         if not args.no_newton:
             try:
-                r, t = bench_newton(n, args.joint)
+                r, t = bench_newton(n, args.joint, args.clock)
                 nw = f"{r:.4g} ({t:.4f})"
             except Exception as exc:  # noqa: BLE001 - a peer that fails is reported, not fatal
                 nw = f"failed: {str(exc)[:40]}"
