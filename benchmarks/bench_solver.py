@@ -114,12 +114,13 @@ def newton_worker(npz, worlds, steps, device, solver_name):
         solver.step(s0, s1, control, None, DT)
         s0, s1 = s1, s0
     wp.synchronize_device(device)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(steps):
         solver.step(s0, s1, control, None, DT)
         s0, s1 = s1, s0
     wp.synchronize_device(device)
     el = time.perf_counter() - t0
+    print(f"CPURATE {worlds * steps / max(time.process_time() - c0, 1e-9)}")  # world-steps per CPU second
     if solver_name == "featherstone":
         newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     bq = s0.body_q.numpy().reshape(worlds, nb, 7).astype(float)

@@ -11,6 +11,7 @@ The public API, loaded on first use:
     usdphys.needs_assembly(stage) -> bool
     usdphys.assemble(stage) -> AssemblyReport   SNAP: place bodies from mate connectors
     usdphys.simulate(stage, ...) -> Result      any UsdPhysics stage, Warp solver
+    usdphys.render(result, "motion.png")        draw a result: PNG strip, GIF or MP4 (usdphys[render])
     usdphys.register_schemas() -> Path          explicit registration (what import usdphys.usd does)
     usdphys.plugin_path() -> Path               the folder for PXR_PLUGINPATH_NAME
 """
@@ -27,6 +28,7 @@ _API = {
     "assemble": ("usdphys.usd.assemble", "assemble"),
     "simulate": ("usdphys.simulate", "simulate"),
     "Result": ("usdphys.simulate", "Result"),
+    "render": ("usdphys.drawing", "render"),
     "register_schemas": ("usdphys.usd.plugin", "register"),
     "plugin_path": ("usdphys.usd.plugin", "plugin_path"),
     "SchemaRegistrationError": ("usdphys.usd.plugin", "SchemaRegistrationError"),

@@ -3,7 +3,9 @@
     convert      usdphys.converters.chrono.convert_file
     check        usdphys.usd.check.check_stage
     assemble     usdphys.usd.assemble.assemble_to_layer
-    simulate     usdphys.simulate.simulate
+    simulate     usdphys.simulate.simulate (+ Result.write_table)
+    plot         usdphys.plot.plot
+    render       usdphys.drawing.render
     plugin-path  usdphys.usd.plugin.plugin_path
 
 Each subcommand is an argparse setup plus a function args -> exit status. pxr, Warp and the
@@ -130,7 +132,47 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--device", default=None, help="Warp device: cpu or cuda (default: Warp's default)")
     parser.add_argument("--worlds", type=int, default=1,
                         help="simulate N copies at once (benchmarking); world 0 is written")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads the worlds are spread over (default: every core when --worlds > 1)")
     parser.add_argument("--allow-missing", action="store_true", help=ALLOW_MISSING_HELP)
+    parser.add_argument("--record", default=None, metavar="GROUPS",
+                        help="also record bodies,joints,elements,world (comma-separated, or all): velocities, "
+                             "joint coordinates and reactions, element forces, energies (docs/recording.md)")
+    parser.add_argument("--table", default=None, metavar="FILE",
+                        help="also write the recorded quantities as a table (.csv, or .parquet with pyarrow); "
+                             "records all groups unless --record says which")
+    parser.add_argument("--laws", default=None, metavar="MODULE",
+                        help="user force laws named by mbd:userLaw: a Python module (dotted name or .py file) "
+                             "whose LAWS dict, or else whose @wp.func functions by name, supply them")
+
+
+def _load_laws(spec: str) -> dict:
+    """--laws: a module's LAWS dict, else its Warp functions by attribute name."""
+    import importlib
+    import importlib.util
+
+    try:
+        if spec.endswith(".py"):
+            path = Path(spec)
+            if not path.is_file():
+                raise UsdphysError(f"--laws {spec}: file not found")
+            mod_spec = importlib.util.spec_from_file_location(path.stem, path)
+            module = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(spec)
+    except UsdphysError:
+        raise
+    except Exception as exc:  # the user's module failed to import: say where, in one line
+        raise UsdphysError(f"--laws {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
+    laws = getattr(module, "LAWS", None)
+    if laws is None:
+        from usdphys.solver.forces import warp_functions
+
+        laws = warp_functions(vars(module))
+    if not isinstance(laws, dict) or not laws:
+        raise UsdphysError(f"--laws {spec}: no laws found (define LAWS = {{name: warp_function}} or @wp.func functions)")
+    return laws
 
 
 def _simulate(args) -> int:
@@ -138,6 +180,17 @@ def _simulate(args) -> int:
     from usdphys.usd.stage import check_output_path
 
     check_output_path(args.output, args.input)  # fail before minutes of simulation
+    record = args.record
+    if args.table is not None:
+        from usdphys.table import check_table_path
+
+        check_table_path(args.table, args.input)
+        if Path(args.table).resolve() == Path(args.output).resolve():
+            raise UsdphysError(f"{args.table}: the table and the result layer must be different files")
+        record = record or "all"
+    from usdphys.types.recording import RecordGroups
+
+    RecordGroups.parse(record)  # a bad group name fails before the run
     if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
         raise UsdphysError(f"--device {args.device}: expected cpu or cuda")
     if str(args.device).startswith("cuda"):
@@ -146,14 +199,61 @@ def _simulate(args) -> int:
 
         if cuda_device_count() == 0:
             raise UsdphysError(f"--device {args.device}: no CUDA device on this machine; use --device cpu")
+    laws = _load_laws(args.laws) if args.laws else None
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
-                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing)
+                      worlds=args.worlds, progress=True, allow_missing=args.allow_missing, record=record,
+                      laws=laws, threads=args.threads)
     out = result.write(args.output)
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")
     reduced = int(np.max(result.reduced_steps)) if result.reduced_steps is not None else 0
     print(f"largest joint residual {float(np.max(result.max_constraint_error)):.3g} m or rad; "
           f"{reduced} step(s) reduced to converge")
+    if args.table is not None:
+        table = result.write_table(args.table)
+        print(f"wrote {table}: {len(result.table()) - 1} columns")
+    return 0
+
+
+# ---------------------------------------------------------------------------- plot
+def _plot_arguments(parser) -> None:
+    parser.add_argument("result", help="result layer written by simulate --record, or its --table (.csv/.parquet)")
+    parser.add_argument("-o", "--output", required=True, help="picture to write (.png, .svg or .pdf)")
+    parser.add_argument("--what", default="joints,elements,energy",
+                        help="groups to draw: bodies, joints, elements, energy (comma-separated; default "
+                             "joints,elements,energy)")
+
+
+def _plot(args) -> int:
+    from usdphys.plot import plot
+
+    fig = plot(args.result, args.output, what=args.what)
+    print(f"wrote {args.output}: {len(fig.axes)} panel(s), {sum(len(a.lines) for a in fig.axes)} series")
+    return 0
+
+
+# ---------------------------------------------------------------------------- render
+def _render_arguments(parser) -> None:
+    parser.add_argument("result", help="result layer written by usdphys simulate (or any stage with time samples)")
+    parser.add_argument("-o", "--output", required=True,
+                        help="picture: .png (a strip of frames side by side), .gif or .mp4 (an animation)")
+    parser.add_argument("--frames", default=None,
+                        help="frames to draw: '0,30,60' or 'start:stop[:step]' (default: 6 evenly spaced for "
+                             ".png, all for .gif / .mp4)")
+    parser.add_argument("--size", default="480x360", help="WIDTHxHEIGHT of one frame in pixels (default 480x360)")
+    parser.add_argument("--geometry", default="auto", choices=("auto", "visual", "collision"),
+                        help="what to draw (default: visual shapes, else collision shapes)")
+    parser.add_argument("--view", default=None,
+                        help="AZIMUTH,ELEVATION in degrees about the stage's up axis (default: from the motion)")
+    parser.add_argument("--fps", type=float, default=None, help="animation frames per second (default: real time)")
+
+
+def _render(args) -> int:
+    from usdphys.drawing import render
+
+    out, _, scene = render(args.result, args.output, frames=args.frames, size=args.size, geometry=args.geometry,
+                           view=args.view, fps=args.fps)
+    print(f"wrote {out}: {len(scene.time_codes)} frame(s), {len(scene.meshes)} shape(s)")
     return 0
 
 
@@ -180,6 +280,10 @@ SUBCOMMANDS = {
                  _assemble_arguments, _assemble),
     "simulate": ("simulate a UsdPhysics stage and write body motion as time samples in a new layer",
                  _simulate_arguments, _simulate),
+    "plot": ("plot the quantities a simulation recorded (joints, elements, energy) into a .png / .svg / .pdf",
+             _plot_arguments, _plot),
+    "render": ("draw the bodies' shapes at chosen frames of a result: a PNG strip, a GIF or an MP4 (no display needed)",
+               _render_arguments, _render),
     "plugin-path": ("print the folder to put on PXR_PLUGINPATH_NAME (usdview and other USD apps)",
                     _plugin_path_arguments, _plugin_path),
 }

@@ -15,6 +15,23 @@ class UsdphysError(Exception):
     """Bad input or an impossible request, explained in the message."""
 
 
+_quiet = 0
+
+
 def warn(message: str) -> None:
     """One warning line for the user (stderr through logging in the CLI)."""
-    logger.warning(message)
+    if not _quiet:
+        logger.warning(message)
+
+
+class quiet:
+    """Context manager: no warnings inside (work that repeats what already warned once)."""
+
+    def __enter__(self):
+        global _quiet
+        _quiet += 1
+
+    def __exit__(self, *exc):
+        global _quiet
+        _quiet -= 1
+        return False

@@ -5,6 +5,10 @@
     res.positions      # (frames, worlds, bodies, 3) body prim origins, metres, world frame
     res.orientations   # (frames, worlds, bodies, 4) unit quaternions, (x, y, z, w)
     res.write("robot_result.usda")
+
+    res = simulate("robot.usda", record="bodies,joints,elements,world")
+    res.channel("/World/hinge", "coordinate:angle")   # (frames, worlds) degrees
+    res.write_table("robot.csv")                      # docs/recording.md
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from usdphys.errors import UsdphysError
+from usdphys.types.enums import RowKind
 from usdphys.types.model import Model
 
 DEFAULT_DT = 1.0e-3  # s, when neither the caller nor the stage (mbd:timeStep) says
@@ -57,18 +62,46 @@ class Result:
     motor_efforts: np.ndarray | None = None
     # (W,) steps that did not converge at dt and were retried as smaller steps (solver.md)
     reduced_steps: np.ndarray | None = None
+    # the recorded quantities (record=...): one Channel per quantity and prim, values (F, W) or
+    # (F, W, 3) in SI with angles in degrees (usdphys.types.recording, docs/recording.md)
+    channels: list = field(default_factory=list)
+
+    def channel(self, prim: str, name: str) -> np.ndarray:
+        """The values of one recorded quantity, e.g. channel('/World/hinge', 'coordinate:angle')."""
+        for ch in self.channels:
+            if ch.prim == prim and ch.name == name:
+                return ch.values
+        known = sorted({f"{c.prim}.{c.name}" for c in self.channels})
+        raise UsdphysError(f"{prim}: nothing recorded as '{name}' (recorded: {', '.join(known[:12]) or 'nothing'}"
+                           f"{', ...' if len(known) > 12 else ''}); pass record=... to simulate")
+
+    def table(self, world: int = 0) -> dict[str, np.ndarray]:
+        """One world's recorded quantities as ordered columns 'prim.name [unit]' (time first)."""
+        from usdphys.types.recording import table_columns
+
+        self._check_world(world)
+        return table_columns(self.times, self.channels, world)
+
+    def write_table(self, path: str | os.PathLike, world: int = 0):
+        """Write one world's recorded quantities as CSV (.csv) or Parquet (.parquet; needs pyarrow)."""
+        from usdphys.table import write_table
+
+        return write_table(path, self.table(world), input_path=self.input_path)
+
+    def _check_world(self, world: int) -> None:
+        if not 0 <= world < self.positions.shape[1]:
+            raise UsdphysError(f"world {world} out of range (0..{self.positions.shape[1] - 1})")
 
     def write(self, path: str | os.PathLike, world: int = 0):
         """Write world `world` as a new layer over the input (atomic; the input is never touched)."""
         if self.stage is None:
             raise UsdphysError("this result was simulated from a Model, not a stage: nothing to write over")
-        if not 0 <= world < self.positions.shape[1]:
-            raise UsdphysError(f"world {world} out of range (0..{self.positions.shape[1] - 1})")
+        self._check_world(world)
         from usdphys.usd.record import write_result
 
         return write_result(self.stage, self.body_paths, self.positions[:, world], self.orientations[:, world],
                             self.fps, path, self.model.meters_per_unit, self.input_path,
-                            extra_layer=self.assembly_layer)
+                            extra_layer=self.assembly_layer, channels=self.channels, world=world)
 
 
 def available_memory() -> int | None:
@@ -101,7 +134,7 @@ def available_memory() -> int | None:
     return avail
 
 
-def memory_estimate(model: Model, frames: int, worlds: int) -> tuple[int, int]:
+def memory_estimate(model: Model, frames: int, worlds: int, record: bool = False) -> tuple[int, int]:
     """(bytes, rows): what a run allocates that grows with frames, worlds and rows.
 
     Poses: (frames + 1) x worlds x bodies x (3 + 4) float64, held POSE_COPIES times; motor
@@ -110,7 +143,9 @@ def memory_estimate(model: Model, frames: int, worlds: int) -> tuple[int, int]:
     that share a body, plus the fill of closed loops), 2 x 8 bytes each, plus BYTES_PER_ROW of
     row vectors (Jacobians, impulses, residuals, element state) and BYTES_PER_BODY of body
     vectors. Rows are the joints' rows plus at least one per force element (a lower bound:
-    some elements take more; the pattern is the joint rows').
+    some elements take more; the pattern is the joint rows'). record: recorded quantities too,
+    per frame and world about 6 numbers per body, 18 per joint (6 DOFs' coordinate, rate and
+    flag; force and torque), 4 per row and 3 more (docs/recording.md), held twice (device and host).
     """
     import dataclasses
 
@@ -132,7 +167,10 @@ def memory_estimate(model: Model, frames: int, worlds: int) -> tuple[int, int]:
     poses = (frames + 1) * worlds * bodies * (3 + 4) * 8 * POSE_COPIES
     efforts = (frames + 1) * worlds * max(motors, 1) * 8 * 2
     solver = (entries * 2 * 8 + rows * BYTES_PER_ROW + bodies * BYTES_PER_BODY) * worlds
-    return poses + efforts + solver, rows
+    recorded = 0
+    if record:
+        recorded = (frames + 1) * worlds * (6 * bodies + 18 * model.joint_count + 4 * rows + 3) * 8 * 2
+    return poses + efforts + solver + recorded, rows
 
 
 def _size(n: float) -> str:
@@ -143,18 +181,18 @@ def _size(n: float) -> str:
     return f"{n:.1f} PB"
 
 
-def check_memory(model: Model, frames: int, worlds: int, available: int | None = None) -> int:
+def check_memory(model: Model, frames: int, worlds: int, available: int | None = None, record: bool = False) -> int:
     """Refuse a run whose results and solver matrices would not fit in memory (a one-line
     UsdphysError with the figure and what lowers it) instead of failing with MemoryError
     halfway. Returns the estimate in bytes."""
-    need, rows = memory_estimate(model, frames, worlds)
+    need, rows = memory_estimate(model, frames, worlds, record)
     available = available_memory() if available is None else available
     if available is not None and need > available:
         raise UsdphysError(
             f"this run needs about {_size(need)} of memory ({frames + 1} frames x {worlds} world(s) x "
             f"{model.body_count} bodies of poses, the solver's {rows}-row system per world) but "
             f"{_size(available)} is available; lower it with fewer frames (--fps, --duration) or "
-            "fewer worlds (--worlds)")
+            "fewer worlds (--worlds)" + (", or record fewer groups (--record)" if record else ""))
     return need
 
 
@@ -194,19 +232,35 @@ class _Progress:
 
 
 def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, worlds: int = 1,
-             progress: bool = False, model: Model | None = None, axial_force_law=None,
-             allow_missing: bool = False) -> Result:
+             progress: bool = False, model: Model | None = None,
+             allow_missing: bool = False, laws: dict | None = None, record=None,
+             parameters: dict | None = None, overrides: dict | None = None,
+             threads: int | None = None) -> Result:
     """Simulate a USD stage (Usd.Stage or file path) or a Model.
 
     duration / dt default to the stage's MbdSimulationAPI (mbd:endTime / mbd:timeStep on the
     PhysicsScene), else 5 s and 1 ms; fps defaults to 60. The step used is the largest one
     <= dt that divides the frame interval 1/fps. worlds > 1 replicates the model (the
     initial state of each world can be edited on a Model passed as `model`).
-    axial_force_law: a Warp function (t, dx, dv, k, d, offset) -> f (wp.float64) replacing the
-    law of every MbdAxialSpringDamper (usdphys.solver.forces.set_axial_force_law).
+    laws: {name: Warp function} for the spring-dampers whose mbd:userLaw names them, each
+    (t, displacement, velocity, stiffness, damping, offset) -> f, all wp.float64 (Exudyn's user
+    function; docs/forces.md); an element naming a law not given is an error naming it.
+    parameters: per-world parameters (usdphys.types.params.PARAMETERS), SI:
+    {name: (W, ...) or one value for every world} or {(name, index): values of one entry},
+    e.g. {"body.mass": masses (W, B), ("gravity", 2): [-9.81, -1.62]}.
+    overrides: stage attributes in the stage's units, {"/World/crank.physics:mass": one
+    value or (W,)}, mapped through the reader's provenance (Model.param_sources).
+    threads: CPU threads the worlds are spread over (None: every core when worlds > 1).
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
     error unless this is True (then a warning, and the stage is simulated without it).
+    record: the groups recorded besides poses, 'bodies,joints,elements,world' (or 'all', a
+    list, a RecordGroups): body velocities; joint coordinates, rates, limit flags and reactions;
+    element displacements, rates and forces, load vectors and motor efforts; energies and
+    constraint residuals. They land in Result.channels (docs/recording.md).
     """
+    from usdphys.types.recording import RecordGroups
+
+    groups = RecordGroups.parse(record)
     stage = None
     input_path = None
     defaults = None
@@ -252,17 +306,60 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     frames = max(1, math.ceil(frames_f - 1e-9))
     if model.world_count != worlds and model.world_count != 1:
         raise UsdphysError(f"model has {model.world_count} worlds but worlds={worlds} was asked")
-    check_memory(model, frames, int(worlds))  # before replicate(): that alone can be too big
+    check_memory(model, frames, int(worlds), record=groups.any)  # before replicate(): that alone can be too big
     if model.world_count != worlds:
         model = model.replicate(worlds)
+    if parameters or overrides:
+        model = _with_parameters(model, parameters or {}, overrides or {})
 
     from usdphys.solver import Solver
 
-    solver = Solver(model, device=device, axial_force_law=axial_force_law)
-    run = solver.run(frames, substeps, h, progress=_Progress(progress))
+    solver = Solver(model, device=device, laws=laws, threads=threads)
+    run = solver.run(frames, substeps, h, progress=_Progress(progress), record=groups)
     pos, rot = model.prim_from_com(run.pos, run.rot)
+    from usdphys.solver.outputs import channels as make_channels
+
+    er = solver.elements
+    motor_angular = np.asarray(er.rows.kind)[np.asarray(er.motor_rows, int)] == RowKind.TWIST
+    world_prim = (defaults.scene_path if defaults and defaults.scene_path else None) or _default_prim(stage)
+    chans = make_channels(run.layout, run.outputs, list(model.body_paths), list(er.motor_paths), run.motor_effort,
+                          motor_angular, world_prim)
     return Result(times=np.arange(frames + 1) / fps, body_paths=list(model.body_paths), positions=pos,
                   orientations=rot, fps=fps, dt=h, substeps=substeps, model=model,
                   max_constraint_error=run.max_constraint_error, stage=stage, input_path=input_path,
                   assembly_layer=assembly_layer, motor_paths=list(solver.elements.motor_paths),
-                  motor_efforts=run.motor_effort, reduced_steps=run.reduced_steps)
+                  motor_efforts=run.motor_effort, reduced_steps=run.reduced_steps, channels=chans)
+
+
+def _default_prim(stage) -> str:
+    """Where world quantities go on a stage without a PhysicsScene: its default prim, else /World."""
+    if stage is not None:
+        prim = stage.GetDefaultPrim()
+        if prim:
+            return str(prim.GetPath())
+    return "/World"
+
+
+def _with_parameters(model: Model, parameters: dict, overrides: dict) -> Model:
+    """A copy of `model` (the caller's is not changed) with per-world parameters and stage
+    attribute overrides applied (usdphys.types.params)."""
+    import copy
+
+    from usdphys.types.params import apply_override, split_attribute_path
+
+    if not isinstance(parameters, dict) or not isinstance(overrides, dict):
+        raise UsdphysError("parameters and overrides must be dicts")
+    out = copy.copy(model)
+    out.world_parameters = {k: np.array(v) for k, v in model.world_parameters.items()}
+    for key, values in parameters.items():
+        if isinstance(key, tuple) and len(key) >= 2 and isinstance(key[0], str):
+            index = key[1:] if len(key) > 2 else key[1]
+            out.set_parameter(key[0], values, index=index)
+        elif isinstance(key, str):
+            out.set_parameter(key, values)
+        else:
+            raise UsdphysError(f"parameters key {key!r}: expected a parameter name or (name, index)")
+    for key, values in overrides.items():
+        path, attr = split_attribute_path(key)
+        apply_override(out, path, attr, values)
+    return out

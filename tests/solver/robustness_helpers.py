@@ -259,8 +259,10 @@ def tree_mjcf(links, timestep):
                 js.append(f'<joint type="ball" pos="{anchor}"/>')
             elif nrot == 1:
                 js.append(f'<joint type="hinge" pos="{anchor}" axis="{ax(3 + ln.free[3:].index(True) - 3)}"/>')
-            elif nrot == 2:
-                raise ValueError("two free rotations have no MuJoCo twin")
+            elif nrot == 2:  # Cardan: about e0[i+1], then about the rotated e1[i+2] (MuJoCo applies a
+                locked = ln.free[3:].index(False)  # body's joints in order, each axis in the moved frame)
+                js.append(f'<joint type="hinge" pos="{anchor}" axis="{ax((locked + 1) % 3)}"/>')
+                js.append(f'<joint type="hinge" pos="{anchor}" axis="{ax((locked + 2) % 3)}"/>')
         pad = " " * indent
         s = [f'{pad}<body name="L{i}" pos="{v3(pos)[1:-1].replace(",", "")}" quat="{q4(q)[1:-1].replace(",", "")}">',
              f'{pad}  <inertial pos="0 0 0" mass="{float(ln.mass)!r}" diaginertia="{float(ia[0])!r} {float(ia[1])!r} {float(ia[2])!r}"/>']

@@ -66,6 +66,26 @@ def test_ball_settles_on_plane_without_sinking(e):
     np.testing.assert_allclose(gap[-1000:], 0.0, atol=1e-9)
 
 
+def test_deep_start_is_pushed_out_at_the_depenetration_speed_and_named(caplog):
+    """A ball started 0.15 m inside the plane rises at ContactOptions.max_depenetration (1 m/s),
+    by position-only correction (no velocity is left: it stops at the surface, never flies), and
+    the start is named in one warning."""
+    r, dt, depth = 0.1, 1e-3, 0.15
+    with caplog.at_level(logging.WARNING):
+        run = Solver(ball_model(-depth, r), "cpu").run(400, 1, dt)
+    z = run.pos[:, 0, 0, 2]
+    assert "start interpenetrating, deepest 0.15 m" in caplog.text
+    rise = np.diff(z)
+    # per step at most 1 m/s * dt (+ round-off), and the full rate while deep (gravity's dv
+    # per step is taken out by the contact's velocity row, which acts on top of the correction)
+    assert rise.max() <= 1.0 * dt + 1e-12, rise.max()
+    assert np.all(rise[:100] >= 1.0 * dt - 1e-9), rise[:100].min()
+    # out after depth / 1 m/s = 0.15 s (+ the slop), then resting on the plane without bouncing
+    k = int(np.argmax(z >= r - 1e-4))
+    assert abs(k * dt - depth) <= 2 * dt, k * dt
+    np.testing.assert_allclose(z[200:], r, atol=1e-4)
+
+
 @pytest.mark.parametrize("e", [0.3, 0.5, 0.8])
 def test_rebound_reaches_e_squared_of_the_drop_height(e):
     r, dt, H = 0.1, 1e-3, 1.0

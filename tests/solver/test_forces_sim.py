@@ -19,6 +19,7 @@ from sim_helpers import DEG, angle_about, body, damped, joint, stage, v3
 from usdphys.errors import UsdphysError
 from usdphys.types.laws import ScalarLaw
 from reference.laws import law_np
+from reference.user_laws import LAWS as USER_LAWS
 from usdphys.simulate import simulate
 
 
@@ -122,24 +123,27 @@ def test_length_stops_are_hard():
     assert lb.min() >= 0.7 - 1e-9 and lb.min() <= 0.7 + 1e-9
 
 
-def test_spring_mass_is_lumped_into_the_ends():
-    """springMass m_s at fraction f: body1 gets f m_s (docs/forces.md, lumped approximation):
-    the oscillator runs at sqrt(k / (m + f m_s))."""
+def test_spring_mass_on_a_world_spring():
+    """springMass m_s at fraction f on a spring from the world to body1: the particle moves at
+    f times body1's velocity, so it adds f^2 m_s (Modelica LineForceWithMass; docs/forces.md):
+    the oscillator runs at sqrt(k / (m + f^2 m_s)). Starts accelerating (tests the start)."""
     m, ms, f, k, A = 1.0, 0.6, 0.5, 100.0, 0.05
     txt = body("B", pos=(1.0 + A, 0, 0), mass=m) + spring("S", "B", stiffness=k, restLength=1.0, springMass=ms,
                                                            springMassFraction=f)
     r = simulate(stage(txt), duration=1.0, dt=1e-4, fps=1000)
-    xa = damped(r.times, A, 0.0, k, 1e-300, m + f * ms)
+    xa = damped(r.times, A, 0.0, k, 1e-300, m + f * f * ms)
     assert np.max(np.abs(r.positions[:, 0, 0, 0] - 1.0 - xa)) <= 1e-6
 
 
 # ------------------------------------------------------------------------------ axial
-def axial(name, b1, b0=None, axis=(1, 0, 0), p0=(0, 0, 0), p1=(0, 0, 0), **attrs):
+def axial(name, b1, b0=None, axis=(1, 0, 0), p0=(0, 0, 0), p1=(0, 0, 0), user_law=None, **attrs):
     lines = [f"rel mbd:body1 = </{b1}>", f"vector3d mbd:axis = {v3(axis)}",
              f"point3d mbd:localPos0 = {v3(p0)}",
              f"point3d mbd:localPos1 = {v3(p1)}"]
     if b0:
         lines.append(f"rel mbd:body0 = </{b0}>")
+    if user_law:
+        lines.append(f'uniform token mbd:userLaw = "{user_law}"')
     for k, v in attrs.items():
         lines.append(f"bool mbd:{k} = {str(v).lower()}" if isinstance(v, bool) else f"double mbd:{k} = {float(v)!r}")
     return f'def MbdAxialSpringDamper "{name}" {{\n    ' + "\n    ".join(lines) + "\n}\n"
@@ -158,23 +162,20 @@ def test_axial_damped_oscillator_and_constant_force():
     assert np.max(np.abs(x - damped(r.times, A, 0.0, k, d, m))) <= 1e-5  # measured ~2e-8
 
 
-@wp.func
-def cubic_axial_law(t: wp.float64, dx: wp.float64, dv: wp.float64, k: wp.float64, d: wp.float64,
-                    offset: wp.float64) -> wp.float64:
-    e = dx - offset
-    return k * e + d * dv + wp.float64(1000.0) * e * e * e
-
-
 def test_axial_user_law_is_compiled_into_the_kernel():
+    # the law: k e + d dv + 1000 e^3 (reference.user_laws.cubic; its set of laws is the one
+    # tests/solver/test_user_laws.py uses, so the suite compiles the kernel variant once)
     m, k, d, A = 2.0, 200.0, 4.0, 0.05
-    txt = body("B", pos=(0.5 + A, 0, 0), mass=m) + axial("S", "B", stiffness=k, damping=d, offset=0.5)
-    r = simulate(stage(txt), duration=2.0, dt=1e-4, fps=500, axial_force_law=cubic_axial_law)
+    plain = body("B", pos=(0.5 + A, 0, 0), mass=m) + axial("S", "B", stiffness=k, damping=d, offset=0.5)
+    txt = body("B", pos=(0.5 + A, 0, 0), mass=m) + axial("S", "B", stiffness=k, damping=d, offset=0.5,
+                                                         user_law="cubic")
+    r = simulate(stage(txt), duration=2.0, dt=1e-4, fps=500, laws=USER_LAWS)
     sol = solve_ivp(lambda t, y: [y[1], -(k * y[0] + d * y[1] + 1000 * y[0] ** 3) / m], (0, 2.0), [A, 0],
                     t_eval=r.times, rtol=1e-12, atol=1e-14)
     # second order with the law's slopes from finite differences (Newton matrix only): 1e-5
     assert np.max(np.abs(r.positions[:, 0, 0, 0] - 0.5 - sol.y[0])) <= 1e-5
     # the next run without a law is the built-in one again
-    r2 = simulate(stage(txt), duration=2.0, dt=1e-4, fps=500)
+    r2 = simulate(stage(plain), duration=2.0, dt=1e-4, fps=500)
     assert np.max(np.abs(r2.positions[:, 0, 0, 0] - 0.5 - damped(r2.times, A, 0.0, k, d, m))) <= 1e-5
 
 
@@ -183,7 +184,7 @@ def test_axial_inactive_and_bad_user_law():
     r = simulate(stage(txt), duration=0.2, dt=1e-3, fps=50)
     np.testing.assert_array_equal(r.positions[:, 0, 0], [[0.7, 0, 0]] * r.positions.shape[0])
     with pytest.raises(UsdphysError, match="Warp function"):
-        simulate(stage(txt), duration=0.1, axial_force_law=lambda *a: 0.0)
+        simulate(stage(txt), duration=0.1, laws={"cubic": lambda *a: 0.0})
 
 
 # ------------------------------------------------------------------------------ RSDA

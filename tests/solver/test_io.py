@@ -28,7 +28,9 @@ def test_put_model_holds_bodies_rows_and_contact(fourbar):
     assert dm.row_count == dm.rows.count > 0
     assert dm.contact.n_pairs == 0 and m.equal_only == 1
     assert m.row_b0.shape == (dm.rows.count,)
-    np.testing.assert_array_equal(m.inv_mass.numpy()[: fourbar.body_count], dm.inv_mass[: fourbar.body_count])
+    # per-world parameters are [world, body]; one world here
+    assert m.inv_mass.shape == (1, fourbar.body_count)
+    np.testing.assert_array_equal(m.inv_mass.numpy()[0, : fourbar.body_count], dm.inv_mass[: fourbar.body_count])
 
 
 def test_state_of_many_worlds_repeats_a_one_world_model(fourbar):

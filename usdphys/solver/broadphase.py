@@ -9,7 +9,8 @@ from typing import Iterable
 
 import numpy as np
 
-from usdphys.types.shapes import SHAPE_PLANE, ShapeTable
+from usdphys.errors import warn
+from usdphys.types.shapes import SHAPE_MESH, SHAPE_NAMES, SHAPE_PLANE, ShapeTable
 
 
 def candidate_pairs(
@@ -43,6 +44,12 @@ def candidate_pairs(
             if (min(bi, bj), max(bi, bj)) in excl:
                 continue
             if typ[i] == SHAPE_PLANE and typ[j] == SHAPE_PLANE:
+                continue
+            if (typ[i] == SHAPE_MESH and typ[j] in (SHAPE_PLANE, SHAPE_MESH)) or \
+                    (typ[j] == SHAPE_MESH and typ[i] == SHAPE_PLANE):
+                warn(f"{table.paths[i]} / {table.paths[j]}: a triangle mesh against a "
+                     f"{SHAPE_NAMES[typ[i]] if typ[i] != SHAPE_MESH else SHAPE_NAMES[typ[j]]} is not supported: "
+                     "this pair never collides")
                 continue
             if (i, j) in table.filtered_pairs:
                 continue

@@ -57,9 +57,9 @@ class ContactModel:
     n_pairs: int
     shapes: ShapeData
     pairs: wp.array(dtype=wp.vec2i)
-    mu_s: wp.array(dtype=wp.float64)  # per shape
-    mu_d: wp.array(dtype=wp.float64)
-    rest: wp.array(dtype=wp.float64)
+    mu_s: wp.array2d(dtype=wp.float64)  # [world, shape] (io.world_param: one row when no world varies it)
+    mu_d: wp.array2d(dtype=wp.float64)
+    rest: wp.array2d(dtype=wp.float64)
     hertz_c: wp.array(dtype=wp.float64)  # (1 - nu^2) / E, 1/Pa
     kappa: wp.array(dtype=wp.float64)  # surface curvature 1/R (0: flat), 1/m
     kn: wp.array(dtype=wp.float64)  # explicit normal stiffness N/m (nan: unauthored)
@@ -69,6 +69,7 @@ class ContactModel:
     smc: int  # 1: the scene asks for compliant contact everywhere
     margin: wp.float64  # minimum speculative margin, m
     slop: wp.float64  # penetration left alone by the position correction, m
+    max_depenetration: wp.float64  # m/s: the fastest the position correction pushes bodies apart
     v_bounce: wp.float64  # below this approach speed restitution is 0, m/s (plus 2 |g| h)
     v_stick: wp.float64  # below this slip speed static friction applies, m/s (plus |g| h)
     max_sweeps: int
@@ -370,10 +371,10 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
         else:
             u_old = _rel_vel(D, A0, A1, _get(vel, w, b0), _get(omega, w, b0), _get(vel, w, b1), _get(omega, w, b1))
             slip_ref = wp.sqrt(u_old[1] * u_old[1] + u_old[2] * u_old[2])
-        mu = wp.min(cm.mu_s[sa], cm.mu_s[sb])
+        mu = wp.min(cm.mu_s[w, sa], cm.mu_s[w, sb])
         if slip_ref > v_stick:
-            mu = wp.min(cm.mu_d[sa], cm.mu_d[sb])
-        e = wp.min(cm.rest[sa], cm.rest[sb])
+            mu = wp.min(cm.mu_d[w, sa], cm.mu_d[w, sb])
+        e = wp.min(cm.rest[w, sa], cm.rest[w, sb])
         kind = KIND_HARD
         bn = f64(0.0)
         bp = f64(0.0)
@@ -440,7 +441,7 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
                 if gap > f64(0.0):
                     bp = -(f64(1.0) + e) * gap / h
             if depth > cm.slop:
-                bp = (depth - cm.slop) / h
+                bp = wp.min((depth - cm.slop) / h, cm.max_depenetration)
         cs.kind[w, k] = kind
         cs.bn[w, k] = bn
         cs.bp[w, k] = bp
@@ -720,6 +721,10 @@ class ContactOptions:
 
     margin: float = 1.0e-3  # m, minimum speculative margin (grows with speed)
     slop: float = 1.0e-5  # m, penetration the position correction leaves alone
+    # m/s: the fastest penetration is undone (position only, no velocity is left behind). A start
+    # that is deep inside another collider (a robot placed into its floor) is pushed out over
+    # several steps instead of in one, which joints and limits could not follow.
+    max_depenetration: float = 1.0
     v_bounce: float = 1.0e-3  # m/s (+ 2 |g| h): slower impacts do not bounce
     v_stick: float = 1.0e-3  # m/s (+ |g| h): slower slip uses static friction
     max_sweeps: int = 50
@@ -785,6 +790,9 @@ def contact_pairs(model, table) -> np.ndarray:
 # Colliders of one jointed mechanism that interpenetrate deeper than this (m) in the input pose
 # are taken as not meant to collide (see initial_overlaps).
 INITIAL_OVERLAP_SLOP = 1.0e-4
+# Colliders of different parts overlapping more than this at the start are named: the contact
+# corrects such a depth over several steps (max_depenetration), which the user should know.
+START_DEPTH_WARN = 1.0e-3
 
 
 def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVERLAP_SLOP):
@@ -823,16 +831,26 @@ def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVER
     same = [k for k, (s0, s1) in enumerate(pairs) if part(s0) == part(s1)]
     if not same:
         return np.zeros(0, np.int64), 0.0
+    depth = start_depths(model, table, pairs[same])
+    hit = [same[k] for k in np.flatnonzero(depth > slop)]
+    return np.asarray(hit, np.int64), float(depth.max()) if len(hit) else 0.0
+
+
+def start_depths(model, table, pairs: np.ndarray) -> np.ndarray:
+    """Per pair: the deepest interpenetration (m, 0 if apart) in world 0's input pose."""
     from usdphys.solver.narrowphase import CollisionPipeline
 
+    pairs = np.asarray(pairs, np.int32).reshape(-1, 2)
+    depth = np.zeros(len(pairs))
+    if len(pairs) == 0:
+        return depth
     pos, rot, _, _ = model.com_state()
-    pipe = CollisionPipeline(_com_table(table, model), pairs[same], 1, margin=0.0, device="cpu")
+    pipe = CollisionPipeline(_com_table(table, model), pairs, 1, margin=0.0, device="cpu")
     q7 = np.concatenate([pos[:1], rot[:1]], axis=-1).reshape(1, -1, 7)
     pipe.collide(wp.array(q7, dtype=wp.transformd, device=pipe.device))
     c = pipe.numpy()[0]
-    deep = c["depth"] > slop
-    hit = sorted(set(int(same[k]) for k in c["pair"][deep]))
-    return np.asarray(hit, np.int64), float(c["depth"][deep].max()) if deep.any() else 0.0
+    np.maximum.at(depth, np.asarray(c["pair"], int), np.maximum(np.asarray(c["depth"], float), 0.0))
+    return depth
 
 
 def put_contact_model(model, device, options: ContactOptions | None = None):
@@ -853,6 +871,13 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
                      f"{deepest:.3g} m): {'; '.join(names)}{more}; they are taken as not meant to collide and "
                      "never do (filter them in the stage to say so)")
                 pairs = np.delete(pairs, hit, axis=0)
+            depth = start_depths(model, table, pairs)
+            deep = np.flatnonzero(depth > START_DEPTH_WARN)
+            if len(deep):
+                k = int(deep[np.argmax(depth[deep])])
+                warn(f"{len(deep)} collider pair(s) start interpenetrating, deepest {depth[k]:.3g} m "
+                     f"({table.paths[pairs[k][0]]} / {table.paths[pairs[k][1]]}); contact pushes them apart at "
+                     f"most {opts.max_depenetration:g} m/s (ContactOptions.max_depenetration), not in one step")
     cm = ContactModel()
     cm.n_pairs = int(len(pairs))
     if cm.n_pairs:
@@ -875,20 +900,23 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     def farr(a):
         return wp.array(np.ascontiguousarray(a, dtype=np.float64), dtype=wp.float64, device=device)
 
-    cm.mu_s = farr(col("static_friction", 0.5))
-    cm.mu_d = farr(col("dynamic_friction", 0.5))
-    cm.rest = farr(col("restitution", 0.0))
+    # materials: one row [1, shape]; usdphys.solver.io widens them to [world, shape] (per-world values)
+    cm.mu_s = farr(col("static_friction", 0.5)[None])
+    cm.mu_d = farr(col("dynamic_friction", 0.5)[None])
+    cm.rest = farr(col("restitution", 0.0)[None])
     young = col("young_modulus", 2e7)
     nu = col("poisson_ratio", 0.3)
     cm.hertz_c = farr((1.0 - nu**2) / np.where(young > 0, young, np.inf))
     kappa = np.zeros(S)
-    from usdphys.types.shapes import SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
+    from usdphys.types.shapes import SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
 
     for s in range(S):
         typ = int(ct.type[s])
         r = float(ct.contact_radius[s]) if ct.contact_radius is not None else 0.0
         if typ in (SHAPE_SPHERE, SHAPE_CAPSULE, SHAPE_CYLINDER):
             r += float(ct.dims[s][0])
+        elif typ == SHAPE_ELLIPSOID:  # Hertz needs one radius: the semi-axes' geometric mean
+            r += float(np.prod(ct.dims[s])) ** (1.0 / 3.0)
         kappa[s] = 1.0 / r if r > 0 else 0.0
     cm.kappa = farr(kappa)
     kn = col("normal_stiffness", np.nan)
@@ -906,6 +934,7 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     cm.smc = 1 if method == "smc" else 0
     cm.margin = f64(opts.margin)
     cm.slop = f64(opts.slop)
+    cm.max_depenetration = f64(opts.max_depenetration)
     cm.v_bounce = f64(opts.v_bounce)
     cm.v_stick = f64(opts.v_stick)
     cm.max_sweeps = int(opts.max_sweeps)
@@ -914,28 +943,33 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     return cm, info
 
 
-def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device) -> ContactState:
-    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows."""
+def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device, zeros=None) -> ContactState:
+    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows.
+    zeros(shape, dtype) allocates the [world, ...] arrays (io.world_zeros: the memory layout;
+    None: plain wp.zeros); the narrow phase's contact records keep their own layout."""
     W = int(worlds)
     B = max(int(bodies), 1)
     C = int(capacity)
     R = max(int(rows), 1)
+    if zeros is None:
+        def zeros(shape, dtype):
+            return wp.zeros(shape, dtype=dtype, device=device)
     cs = ContactState()
     cs.c = allocate_contacts(W, C, device)
-    cs.bq = wp.zeros((W, B), dtype=wp.transformd, device=device)
-    cs.kind = wp.zeros((W, C), dtype=wp.int32, device=device)
+    cs.bq = zeros((W, B), wp.transformd)
+    cs.kind = zeros((W, C), wp.int32)
     for name in ("dirs", "a0", "a1", "b0", "b1", "kblk"):
-        setattr(cs, name, wp.zeros((W, C), dtype=wp.mat33d, device=device))
+        setattr(cs, name, zeros((W, C), wp.mat33d))
     for name in ("lam", "lamc", "point", "prev_point", "prev_lam", "prev_anc0", "prev_anc1"):
-        setattr(cs, name, wp.zeros((W, C), dtype=wp.vec3d, device=device))
+        setattr(cs, name, zeros((W, C), wp.vec3d))
     for name in ("plam", "bn", "bp", "gam", "f0h", "mu", "rest", "rimp", "prev_slip"):
-        setattr(cs, name, wp.zeros((W, C), dtype=wp.float64, device=device))
+        setattr(cs, name, zeros((W, C), wp.float64))
     cs.prev_count = wp.zeros(W, dtype=wp.int32, device=device)
-    cs.prev_pair = wp.zeros((W, C), dtype=wp.int32, device=device)
+    cs.prev_pair = zeros((W, C), wp.int32)
     for name in ("dv", "dw", "pv", "pw"):
-        setattr(cs, name, wp.zeros((W, B), dtype=wp.vec3d, device=device))
-    cs.jlam = wp.zeros((W, R), dtype=wp.float64, device=device)
-    cs.pjlam = wp.zeros((W, R), dtype=wp.float64, device=device)
+        setattr(cs, name, zeros((W, B), wp.vec3d))
+    cs.jlam = zeros((W, R), wp.float64)
+    cs.pjlam = zeros((W, R), wp.float64)
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
     cs.sweeps = wp.zeros(W, dtype=wp.int32, device=device)
     cs.unconverged = wp.zeros(W, dtype=wp.int32, device=device)

@@ -8,7 +8,9 @@ captured once in a CUDA graph and replayed; on CPU the two launches are issued d
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -19,6 +21,7 @@ from usdphys.solver.warpinit import init_warp
 from usdphys.types.enums import RowKind, RowMode
 from usdphys.types.model import Model
 from usdphys.solver import forces, io
+from usdphys.solver import outputs as outputs_mod
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactOptions, contact_stats
 
@@ -43,11 +46,29 @@ class SolverRun:
     motor_effort: np.ndarray | None = None
     # (W,) steps that did not converge at the full step and were retried as smaller steps
     reduced_steps: np.ndarray | None = None
+    # the recorded groups (outputs.read_outputs: vel, omega, value, rate, force, limit, joint_force,
+    # joint_torque, load, kinetic, potential, residual), each (F+1, W, ...); layout names them
+    outputs: dict = field(default_factory=dict)
+    layout: outputs_mod.OutputLayout | None = None
+
+
+def default_threads(device, worlds: int) -> int:
+    """CPU threads for `worlds` worlds: every core this process may run on (os.cpu_count(), or
+    fewer where the process is pinned) when there is more than one world, one otherwise; 1 on
+    CUDA (one launch runs every world)."""
+    if wp.get_device(device).is_cuda or worlds <= 1:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, worlds))
 
 
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL,
-                 contact: ContactOptions | None = None, axial_force_law=None):
+                 contact: ContactOptions | None = None, laws=None, threads: int | None = None,
+                 layout: str | None = None):
+        """threads: CPU threads the worlds are spread over (None: default_threads); each thread
+        runs a contiguous range of worlds, and a world's result does not depend on the split.
+        layout: memory layout of the per-world parameters (io.world_layout; None: the device's)."""
         init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model
         try:
@@ -57,9 +78,14 @@ class Solver:
         self.tol = float(tol)
         dev = self.device
         W = model.world_count
+        if threads is None:
+            threads = default_threads(dev, W)
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+            raise UsdphysError(f"threads must be a whole number >= 1, got {threads!r}")
+        self.threads = 1 if dev.is_cuda else int(min(threads, W))
         # model (read-only, shared by all worlds), state (carried between steps, updated in
         # place), scratch (the step's work buffers), diagnostics: see io.py
-        self.dm = io.put_model(model, dev, contact=contact, axial_force_law=axial_force_law)
+        self.dm = io.put_model(model, dev, contact=contact, laws=laws, layout=layout)
         self.m, self.cm = self.dm.data, self.dm.contact
         self.elements = self.dm.elements
         self.rows = self.dm.rows
@@ -76,29 +102,74 @@ class Solver:
 
     # ------------------------------------------------------------------
     def run(self, frames: int, substeps: int, dt: float,
-            progress: Callable[[int, int], None] | None = None) -> SolverRun:
-        """Advance `frames` output frames of `substeps` steps of `dt` seconds each."""
+            progress: Callable[[int, int], None] | None = None, record=None) -> SolverRun:
+        """Advance `frames` output frames of `substeps` steps of `dt` seconds each.
+
+        record: a usdphys.types.recording.RecordGroups (or its text, 'bodies,joints,...'):
+        the quantities recorded besides poses (outputs.py); None records poses only."""
+        from usdphys.types.recording import RecordGroups
+
         W, B, dev = self.W, self.B, self.device
-        out = io.make_output(self.dm, W, frames, dev)
+        groups = RecordGroups.parse(record)
+        layout = outputs_mod.plan_outputs(self.model, self.elements, groups, substeps * dt, dev) if groups.any else None
+        out = io.make_output(self.dm, W, frames, dev, layout)
         h = wp.float64(dt)
         tol = wp.float64(self.tol)
-        # the law is compiled into the kernel: this solver's (no-op when unchanged)
-        forces.set_axial_force_law(self.dm.axial_force_law)
+        # the user laws are compiled into the kernel: this solver's (no-op when unchanged)
+        forces.install_user_laws(self.dm.user_laws)
+        if self.dm.user_laws:
+            # built here, not at the first launch, so a law Warp cannot compile is one line
+            try:
+                wp.load_module(K, device=dev)
+            except Exception as exc:  # Warp's codegen / compiler error about the user's code
+                parts = [p.strip() for p in str(exc).replace("\n", " ").split(";") if p.strip()]
+                raise UsdphysError("a user force law does not compile: " + "; ".join(parts[-2:])) from None
         if not self._started:
             # Leapfrog start: the velocity the step uses is the half-step velocity v(-h/2) =
             # v(0) - h/2 g (dynamic bodies). Without it positions lag by g t h / 2 (first
             # order); with it free fall is exact and the scheme is Stormer-Verlet.
             vel = self.st.vel.numpy()
+            if out.derived and B:  # frame 0's recorded velocities: v(0) itself (outputs.py)
+                wp.copy(out.vel[0], self.st.vel)
+                wp.copy(out.omg[0], self.st.omega)
+                out.start_exact = 1
             dyn = (self.dm.inv_mass > 0)[None, :B]
-            vel[:, :B] -= np.where(dyn[..., None], 0.5 * dt * np.asarray(self.model.gravity, float), 0.0)
+            vel[:, :B] -= np.where(dyn[..., None], 0.5 * dt * self.dm.gravity[:, None, :], 0.0)
             self.st.vel.assign(vel)
             self._started = True
-        wp.launch(K.assemble_worlds, dim=W,
-                  inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, tol], device=dev)
+        pool = None
+        if self.threads > 1:
+            # Warp's CPU launch runs its threads one after the other, but releases the GIL while
+            # it runs: launches of disjoint world ranges from a pool use every core. The module
+            # is loaded first so that no two threads compile it.
+            wp.load_module(K, device=dev)
+            pool = ThreadPoolExecutor(self.threads, thread_name_prefix="usdphys-worlds")
+        try:
+            return self._run(out, layout, frames, substeps, dt, h, tol, progress, pool)
+        finally:
+            if pool is not None:
+                pool.shutdown()
+
+    def _launch(self, kernel, args: list, pool) -> None:
+        """Launch `kernel` over every world; its last parameter is the first world of the launch.
+        With a pool: one launch per contiguous world range, all at once, waiting for all."""
+        W, dev = self.W, self.device
+        if pool is None:
+            wp.launch(kernel, dim=W, inputs=args + [0], device=dev)
+            return
+        bounds = np.linspace(0, W, self.threads + 1).round().astype(int)
+        jobs = [pool.submit(wp.launch, kernel, dim=int(b - a), inputs=args + [int(a)], device=dev)
+                for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        for job in jobs:
+            job.result()
+
+    def _run(self, out, layout, frames, substeps, dt, h, tol, progress, pool) -> SolverRun:
+        W, B, dev = self.W, self.B, self.device
+        self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out,
+                                         tol], pool)
         self._report_assembly()
         if not self._elements_started:  # leapfrog start of the element forces
-            wp.launch(K.start_elements, dim=W, inputs=[self.m, self.st, self.es, self.sc, h, wp.float64(self._time)],
-                      device=dev)
+            self._launch(K.start_elements, [self.m, self.st, self.es, self.sc, h, wp.float64(self._time)], pool)
             self._elements_started = True
         n_mot = self.dm.motor_count
         self.dg.max_error.zero_()
@@ -111,16 +182,16 @@ class Solver:
         while done < frames:
             n = min(chunk, frames - done)
             args = [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, self.counter, n,
-                    substeps, h, tol, wp.float64(self._time)]
+                    substeps, h, tol, wp.float64(self._time), 0]
             if dev.is_cuda and n == chunk and frames // chunk >= 2:
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
-                        wp.launch(K.advance_frames, dim=W, inputs=args, device=dev)
+                        wp.launch(K.advance_frames, dim=W, inputs=args + [0], device=dev)
                         wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev)
                     graph = cap.graph
                 wp.capture_launch(graph)
             else:
-                wp.launch(K.advance_frames, dim=W, inputs=args, device=dev)
+                self._launch(K.advance_frames, args, pool)
                 wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev)
             done += n
             status = self.dg.status.numpy()
@@ -128,13 +199,38 @@ class Solver:
                 self._raise_blowup(status, dt)
             if progress is not None:
                 progress(done, frames)
+        if out.derived:
+            self._look_ahead(out, frames, substeps, h, tol)
         self._report_contact()
         pos = out.pos.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
         rot = out.rot.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
         self._time += frames * substeps * dt
         return SolverRun(pos=pos, rot=rot, max_constraint_error=self.dg.max_error.numpy().copy(),
                          motor_effort=out.eff.numpy()[:, :, :n_mot].copy(),
-                         reduced_steps=self.dg.n_reduced.numpy().copy())
+                         reduced_steps=self.dg.n_reduced.numpy().copy(),
+                         outputs=outputs_mod.read_outputs(out, layout, B), layout=layout)
+
+    def _look_ahead(self, out, frames: int, substeps: int, h, tol) -> None:
+        """Complete the last frame's central velocities and forces (outputs.py) with one more
+        step, then put every state, scratch and diagnostic array back as it was: the run ends
+        where it ended, and a later run() continues from there. A look-ahead step that does not
+        converge leaves that frame's velocity-level values NaN."""
+        saved = _snapshot([self.st, self.rs, self.es, self.cs, self.sc, self.dg])
+        counter = wp.clone(self.counter)
+        wp.launch(K.advance_frames, dim=self.W,
+                  inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, self.counter, 1,
+                          substeps, h, tol, wp.float64(self._time), 1, 0], device=self.device)
+        failed = self.dg.status.numpy() != 0
+        for dst, src in saved:
+            wp.copy(dst, src)
+        wp.copy(self.counter, counter)
+        if failed.any():
+            for name in ("vel", "omg", "pval", "prate", "pforce", "jforce", "jtorque", "lvec", "ekin", "epot"):
+                a = getattr(out, name)
+                if a.shape[0] == frames + 1:
+                    v = a.numpy()
+                    v[frames, failed] = np.nan
+                    a.assign(v)
 
     def state(self):
         """Current COM-frame state as numpy: pos, rot (xyzw), vel (half-step), omega; each (W, B, k)."""
@@ -165,6 +261,15 @@ class Solver:
             warn(f"contact buffer full ({self.contact_info['capacity']} contacts per world): {int(dropped.sum())} "
                  "contacts were dropped; pass a larger ContactOptions(capacity=...) to the Solver")
             self.cs.dropped.zero_()
+        unconverged = self.cs.unconverged.numpy()
+        if unconverged.any():
+            # Projected Gauss-Seidel stops at max_sweeps like every contact solver; what it
+            # leaves is approximate contact impulses (the joints still hold exactly), and the
+            # user should know how often that happened.
+            warn(f"contact did not converge within {int(self.cm.max_sweeps)} sweeps in {int(unconverged.max())} "
+                 f"step(s) (tolerance {float(self.cm.tol):.3g} m/s): those steps' contact impulses are approximate; "
+                 "light bodies jointed to heavy ones converge slowly (docs/contact.md)")
+            self.cs.unconverged.zero_()
 
     def _report_limits_at_start(self) -> None:
         """Name every limit the input pose already violates, with the amount (once per row)."""
@@ -220,3 +325,16 @@ class Solver:
             f"simulation blew up at t = {step * dt:.6g} s{world}: body {path} has a {what}. "
             "Try a smaller --dt, or check masses, inertias, drive gains and joint frames."
         )
+
+
+def _snapshot(structs) -> list:
+    """(array, copy) for every Warp array in the given struct instances (nested ones too)."""
+    pairs = []
+    for s in structs:
+        for name in s._cls.vars:
+            v = getattr(s, name)
+            if isinstance(v, wp.array):
+                pairs.append((v, wp.clone(v)))
+            elif hasattr(v, "_cls"):
+                pairs.extend(_snapshot([v]))
+    return pairs

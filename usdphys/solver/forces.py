@@ -31,6 +31,7 @@ the solver's own structs is in ``step.py`` ("force elements" section).
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
 from dataclasses import dataclass, field
 
@@ -42,7 +43,8 @@ from usdphys.types.enums import RowLaw, RowMotor
 from usdphys.errors import UsdphysError, warn
 from usdphys.types.laws import LINE_EPS, PackedLaws
 from usdphys.solver.laws import spring_damper_law
-from usdphys.types.model import MODE_EQUAL, MODE_FRICTION, MODE_LAW, MODE_LOWER, MODE_UPPER, ROW_DIST, ROW_LIN, ROW_PERP, ROW_TWIST, Model, RowTable
+from usdphys.types.model import dof_row as model_dof_row
+from usdphys.types.model import MODE_EQUAL, MODE_FRICTION, MODE_LAW, MODE_LOWER, MODE_UPPER, ROW_DIST, ROW_LIN, ROW_PERP, ROW_POINT, ROW_TWIST, Model, RowTable
 from usdphys.math3d import quat_between, quat_conj
 from usdphys.types.timefunc import PackedTimeFunctions
 from usdphys.solver.timefunc import eval_time_function
@@ -50,7 +52,7 @@ from usdphys.solver.timefunc import eval_time_function
 wp.set_module_options({"enable_backward": False})
 
 # law and motor kind of a row (short names for the shared enums)
-LAW_NONE, LAW_LINEAR, LAW_PACKED, LAW_AXIAL = RowLaw.NONE, RowLaw.LINEAR, RowLaw.PACKED, RowLaw.AXIAL
+LAW_NONE, LAW_LINEAR, LAW_PACKED, LAW_USER = RowLaw.NONE, RowLaw.LINEAR, RowLaw.PACKED, RowLaw.USER
 LAW_ARMATURE, LAW_EFFORT = RowLaw.ARMATURE, RowLaw.EFFORT
 MOTOR_NONE, MOTOR_POSITION, MOTOR_VELOCITY, MOTOR_FORCE = RowMotor.NONE, RowMotor.POSITION, RowMotor.VELOCITY, RowMotor.FORCE
 
@@ -59,7 +61,7 @@ STICK_SPEED = 1.0e-9
 
 W_LAW_ARMATURE = wp.constant(int(LAW_ARMATURE))
 W_LAW_PACKED = wp.constant(int(LAW_PACKED))
-W_LAW_AXIAL = wp.constant(int(LAW_AXIAL))
+W_LAW_USER = wp.constant(int(LAW_USER))
 W_LAW_EFFORT = wp.constant(int(LAW_EFFORT))
 W_MOTOR_POSITION = wp.constant(int(MOTOR_POSITION))
 W_MOTOR_VELOCITY = wp.constant(int(MOTOR_VELOCITY))
@@ -68,7 +70,7 @@ W_STICK_SPEED = wp.constant(wp.float64(STICK_SPEED))
 
 
 # ----------------------------------------------------------------------------------------
-# The axial spring-damper law: built in, or a user Warp function compiled into the kernel
+# User laws: Warp functions named by the elements (mbd:userLaw), compiled into the kernel
 # ----------------------------------------------------------------------------------------
 @wp.func
 def default_axial_force_law(t: wp.float64, dx: wp.float64, dv: wp.float64, k: wp.float64, d: wp.float64,
@@ -77,42 +79,79 @@ def default_axial_force_law(t: wp.float64, dx: wp.float64, dv: wp.float64, k: wp
     return k * (dx - offset) + d * dv
 
 
-# The law called by LAW_AXIAL rows; rebound by set_axial_force_law (the kernel modules are
-# rebuilt: Warp resolves this name when it generates code, and hashes what it resolved).
-axial_force_law = default_axial_force_law
+def _law_end():
+    def user_law_none(which: int, t: wp.float64, x: wp.float64, v: wp.float64, k: wp.float64, d: wp.float64,
+                      offset: wp.float64) -> wp.float64:
+        return default_axial_force_law(t, x, v, k, d, offset)
+
+    return wp.func(user_law_none)
 
 
-def set_axial_force_law(fn=None) -> bool:
-    """Install ``fn`` (a ``@wp.func`` (t, dx, dv, k, d, offset) -> f, all wp.float64) as the
-    law of every MbdAxialSpringDamper, or the built-in law when ``fn`` is None.
+def _law_branch(name: str, law: wp.Function, rest: wp.Function) -> wp.Function:
+    """user law `which`: law when which == 0, else rest(which - 1): a chain Warp inlines."""
+    def branch(which: int, t: wp.float64, x: wp.float64, v: wp.float64, k: wp.float64, d: wp.float64,
+               offset: wp.float64) -> wp.float64:
+        if which == 0:
+            return law(t, x, v, k, d, offset)
+        return rest(which - 1, t, x, v, k, d, offset)
 
-    f has the sign of MbdAxialSpringDamper (positive pulls body1 back towards body0); dv is
-    a . (v1 - v0) minus ``velocityOffset`` and the constant ``force`` is added afterwards.
-    The solver's kernel module is rebuilt on the next launch (Warp caches every variant, so
-    switching back is cheap). Returns True when the law changed.
-    """
-    global axial_force_law
-    new = default_axial_force_law if fn is None else fn
-    if not isinstance(new, wp.Function):
-        raise UsdphysError(f"axial_force_law must be a Warp function (@wp.func), got {type(fn).__name__}")
-    if new is not default_axial_force_law:
-        params = list(inspect.signature(new.func).parameters)
-        if len(params) != 6:
-            raise UsdphysError(f"axial_force_law {new.key} must take (t, dx, dv, k, d, offset): 6 arguments, "
-                               f"got {len(params)} ({', '.join(params)})")
-        for name, typ in new.input_types.items():
-            if typ is not wp.float64:
-                raise UsdphysError(f"axial_force_law {new.key}: argument '{name}' must be wp.float64")
-    if new is axial_force_law:
+    # a unique key per chain link: Warp would otherwise take links of different law sets for
+    # overloads of one function
+    branch.__name__ = branch.__qualname__ = name
+    return wp.func(branch)
+
+
+_NO_LAWS = _law_end()
+_DISPATCH: dict[tuple, wp.Function] = {(): _NO_LAWS}
+# The dispatch the law rows call, user_law(which, t, x, xdot, k, d, offset): rebound by
+# install_user_laws. Warp resolves this name when it generates the kernel code and hashes what
+# it resolved, so each set of laws is one cached module variant.
+user_law = _NO_LAWS
+
+
+def check_user_law(name: str, fn) -> wp.Function:
+    """A user law must be a @wp.func of 6 wp.float64 arguments (t, x, xdot, k, d, offset)."""
+    if not isinstance(fn, wp.Function):
+        raise UsdphysError(f"law '{name}' must be a Warp function (@wp.func), got {type(fn).__name__}")
+    params = list(inspect.signature(fn.func).parameters)
+    if len(params) != 6:
+        raise UsdphysError(f"law '{name}' ({fn.key}) must take (t, displacement, velocity, stiffness, damping, "
+                           f"offset): 6 arguments, got {len(params)} ({', '.join(params)})")
+    for arg, typ in fn.input_types.items():
+        if typ is not wp.float64:
+            raise UsdphysError(f"law '{name}' ({fn.key}): argument '{arg}' must be wp.float64")
+    return fn
+
+
+def warp_functions(namespace: dict) -> dict:
+    """The @wp.func values of a namespace (a laws module's globals) by name."""
+    return {name: fn for name, fn in namespace.items() if isinstance(fn, wp.Function)}
+
+
+def law_dispatch(laws: tuple) -> wp.Function:
+    """The dispatch for a tuple of user laws (index i calls laws[i]), built once per tuple."""
+    laws = tuple(laws)
+    if laws not in _DISPATCH:
+        tag = hashlib.sha1(repr([(f.module.name, f.key) for f in laws]).encode()).hexdigest()[:12]
+        fn = _NO_LAWS
+        for i in reversed(range(len(laws))):
+            fn = _law_branch(f"user_law_{tag}_{i}", laws[i], fn)
+        _DISPATCH[laws] = fn
+    return _DISPATCH[laws]
+
+
+def install_user_laws(laws: tuple = ()) -> bool:
+    """Compile `laws` (a tuple of checked @wp.func, rows call them by index) into the solver's
+    kernels on the next launch; True when that changes the kernels (a rebuild, or a cached
+    variant when this set was built before)."""
+    global user_law
+    fn = law_dispatch(laws)
+    if fn is user_law:
         return False
-    axial_force_law = new
+    user_law = fn
     for name in (__name__, "usdphys.solver.step"):
         wp.get_module(name).mark_modified()
     return True
-
-
-def user_axial_law_installed() -> bool:
-    return axial_force_law is not default_axial_force_law
 
 
 # ----------------------------------------------------------------------------------------
@@ -123,12 +162,12 @@ class ElementData:
     """Model-side element data; per-row arrays are indexed like the solver's rows."""
 
     law: wp.array(dtype=wp.int32)  # LAW_* of MODE_LAW rows
-    lawidx: wp.array(dtype=wp.int32)  # row of the packed law table (LAW_PACKED)
+    lawidx: wp.array(dtype=wp.int32)  # row of the packed law table (LAW_PACKED) / user law index (LAW_USER)
     preload: wp.array(dtype=wp.float64)  # P of linear / axial laws
     fn: wp.array(dtype=wp.int32)  # time function of motor rows (-1: none)
     motor: wp.array(dtype=wp.int32)  # MOTOR_*
-    fstatic: wp.array(dtype=wp.float64)  # friction rows: static effort (N or N m)
-    fdynamic: wp.array(dtype=wp.float64)  # friction rows: dynamic effort
+    fstatic: wp.array2d(dtype=wp.float64)  # [world, row] friction rows: static effort (N or N m)
+    fdynamic: wp.array2d(dtype=wp.float64)  # [world, row] friction rows: dynamic effort
     couple: wp.array(dtype=wp.int32)  # friction row -> row of a motor driving the same DOF, else -1
     law_i: wp.array2d(dtype=wp.int32)
     law_f: wp.array2d(dtype=wp.float64)
@@ -200,15 +239,16 @@ def law_force(el: ElementData, i: int, k: wp.float64, c: wp.float64, x0: wp.floa
     if law == W_LAW_PACKED:
         return spring_damper_law(g, gd, el.lawidx[i], el.law_i, el.law_f, el.law_data)
     P = el.preload[i]
-    if law == W_LAW_AXIAL:
-        f = P - axial_force_law(t, g, gd - v0, k, c, x0)
+    if law == W_LAW_USER:
+        u = el.lawidx[i]  # which user law
+        f = P - user_law(u, t, g, gd - v0, k, c, x0)
         dfg = wp.float64(0.0)
         dfv = wp.float64(0.0)
         if slopes != 0:
             eg = wp.float64(1.0e-7) * wp.max(wp.float64(1.0), wp.abs(g))
             ev = wp.float64(1.0e-7) * wp.max(wp.float64(1.0), wp.abs(gd))
-            dfg = (P - axial_force_law(t, g + eg, gd - v0, k, c, x0) - f) / eg
-            dfv = (P - axial_force_law(t, g, gd + ev - v0, k, c, x0) - f) / ev
+            dfg = (P - user_law(u, t, g + eg, gd - v0, k, c, x0) - f) / eg
+            dfv = (P - user_law(u, t, g, gd + ev - v0, k, c, x0) - f) / ev
         return f, dfg, dfv
     return P - k * (g - x0) - c * (gd - v0), -k, -c
 
@@ -363,8 +403,17 @@ def _dof_index(model: Model, j: int, token: str, where: str) -> int:
     return names.index(token)
 
 
-def build_element_rows(model: Model, table: RowTable) -> ElementRows:
-    """Joint rows from Model.constraint_rows() + the model's elements -> the solver's rows."""
+def build_element_rows(model: Model, table: RowTable, law_names: dict[str, int] | None = None) -> ElementRows:
+    """Joint rows from Model.constraint_rows() + the model's elements -> the solver's rows.
+    law_names: user law name -> index in the installed dispatch (install_user_laws)."""
+    law_names = law_names or {}
+
+    def user_index(path: str, name: str) -> int:
+        if name not in law_names:
+            given = ", ".join(sorted(law_names)) or "none"
+            raise UsdphysError(f"{path}: mbd:userLaw = '{name}' is not a law given to the simulation "
+                               f"(given: {given}; Python: simulate(laws={{...}}), CLI: --laws MODULE)")
+        return law_names[name]
     names = [model.joint_paths[int(s)] if 0 <= int(s) < model.joint_count else "?" for s in table.source]
     rl = _Rows(table, names)
     el = model.elements
@@ -379,8 +428,8 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         p1, q1 = model.frame_in_com(b1, model.joint_pos1[j], model.joint_rot1[j])
         return b0, b1, p0, q0, p1, q1
 
-    def dof_row(d):
-        return (ROW_LIN, d) if d < 3 else (ROW_TWIST, d - 3)
+    def dof_row(j, d):
+        return model_dof_row(model.joint_locked[j], d)
 
     # -- bushings: the joint's locked (equality) rows become implicit spring-dampers
     bu = el.bushings
@@ -410,7 +459,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
             k = bu.free_angular_stiffness[e] if d >= 3 else bu.free_linear_stiffness[e]
             c = bu.free_angular_damping[e] if d >= 3 else bu.free_linear_damping[e]
             if k > 0 or c > 0:
-                kind, axis = dof_row(d)
+                kind, axis = dof_row(j, d)
                 rl.add(bu.joint_paths[e], kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, 0.0, k, c, law=LAW_LINEAR)
     rl.items = [it for it, k in zip(rl.items, list(keep) + [True] * (len(rl.items) - len(keep))) if k]
 
@@ -433,21 +482,32 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         else:
             rl.add(sd.paths[e], ROW_DIST, 0, MODE_LAW, b0, b1, p0, _IDENT, p1, _IDENT, x0, k, c, law=LAW_PACKED,
                    lawidx=li, preload=P)
+        # Multibody.jl Spring(m, lengthfraction): a particle kinematically on the line, exact:
+        # three armature rows along the world axes on the point (1 - lam) P0 + lam P1 carry
+        # its inertia (impulse -m (rdot+ - rdot-) per axis) and its weight (P = m g_k)
+        ms, lam = float(sd.spring_mass[e]), float(sd.spring_mass_fraction[e])
+        if ms > 0:
+            for k in range(3):
+                rl.add(sd.paths[e], ROW_POINT, k, MODE_LAW, b0, b1, p0, _IDENT, p1, _IDENT, lam, 0.0, ms,
+                       law=LAW_ARMATURE, preload=ms * float(model.gravity[k]))
         if np.isfinite(sd.min_length[e]):
             rl.add(sd.paths[e], ROW_DIST, 0, MODE_LOWER, b0, b1, p0, _IDENT, p1, _IDENT, sd.min_length[e])
         if np.isfinite(sd.max_length[e]):
             rl.add(sd.paths[e], ROW_DIST, 0, MODE_UPPER, b0, b1, p0, _IDENT, p1, _IDENT, sd.max_length[e])
 
     # -- axial spring-dampers: a linear row along the axis fixed in body0
-    user = user_axial_law_installed()
     for e in range(len(ax)):
         b0, b1 = int(ax.body0[e]), int(ax.body1[e])
         if not ax.active[e] or (b0 < 0 and b1 < 0):
             continue
         p0, q0 = model.frame_in_com(b0, ax.local_pos0[e], quat_between(_X_AXIS, np.asarray(ax.axis[e], float), half_turn_axis=_Z_AXIS))
         p1, _ = model.frame_in_com(b1, ax.local_pos1[e], _IDENT)
+        name = ax.user_law[e] if e < len(ax.user_law) else ""
+        law, which = LAW_LINEAR, -1
+        if name:
+            law, which = LAW_USER, user_index(ax.paths[e], name)
         rl.add(ax.paths[e], ROW_LIN, 0, MODE_LAW, b0, b1, p0, q0, p1, _IDENT, ax.offset[e], ax.stiffness[e],
-               ax.damping[e], ax.velocity_offset[e], law=LAW_AXIAL if user else LAW_LINEAR, preload=-ax.force[e])
+               ax.damping[e], ax.velocity_offset[e], law=law, lawidx=which, preload=-ax.force[e])
 
     # -- rotational spring-dampers: twist about Z of the two frames, unwrapped per world
     for e in range(len(rs)):
@@ -459,6 +519,9 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         li = rs0 + e
         k, c, x0, P = (float(v) for v in laws.law_f[li])
         law = LAW_LINEAR if _law_is_linear(laws, li) else LAW_PACKED
+        name = rs.user_law[e] if e < len(rs.user_law) else ""
+        if name:
+            law, li = LAW_USER, user_index(rs.paths[e], name)
         rl.add(rs.paths[e], ROW_TWIST, 2, MODE_LAW, b0, b1, p0, q0, p1, q1, x0, k, c, law=law, lawidx=li,
                preload=P)
 
@@ -477,7 +540,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         d = _dof_index(model, j, mo.dof[e], f"{mo.paths[e]}: mbd:dof")
         if model.joint_locked[j, d] or model.joint_is_distance[j] or model.joint_composite[j]:
             raise UsdphysError(f"{mo.paths[e]}: mbd:dof = '{mo.dof[e]}' is not a free DOF of {mo.joint_paths[e]}")
-        kind, axis = dof_row(d)
+        kind, axis = dof_row(j, d)
         b0, b1, p0, q0, p1, q1 = jframes(j)
         if mo.mode[e] == EM_FORCE:
             r = rl.add(mo.paths[e], kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, law=LAW_EFFORT,
@@ -504,7 +567,7 @@ def build_element_rows(model: Model, table: RowTable) -> ElementRows:
         if model.joint_locked[j, d] or model.joint_is_distance[j] or model.joint_composite[j]:
             warn(f"{where}: '{jd.dof[e]}' is locked by the joint; its armature / friction / damping has no effect")
             continue
-        kind, axis = dof_row(d)
+        kind, axis = dof_row(j, d)
         b0, b1, p0, q0, p1, q1 = jframes(j)
         name = jd.joint_paths[e]
         if jd.armature[e] > 0:
@@ -579,8 +642,9 @@ def element_data(er: ElementRows, device) -> ElementData:
     d.preload = arr(ex["preload"], wp.float64, R)
     d.fn = arr(ex["fn"], wp.int32, R)
     d.motor = arr(ex["motor"], wp.int32, R)
-    d.fstatic = arr(ex["fstatic"], wp.float64, R)
-    d.fdynamic = arr(ex["fdynamic"], wp.float64, R)
+    # [world, row]: one row here; usdphys.solver.io widens them to every world (per-world values)
+    d.fstatic = arr(ex["fstatic"], wp.float64, R).reshape((1, R))
+    d.fdynamic = arr(ex["fdynamic"], wp.float64, R).reshape((1, R))
     d.couple = arr(ex["couple"], wp.int32, R)
     d.law_i = arr(np.asarray(er.laws.law_i, np.int32).reshape(-1, 7), wp.int32)
     d.law_f = arr(np.asarray(er.laws.law_f, float).reshape(-1, 4), wp.float64)
@@ -608,12 +672,17 @@ def element_data(er: ElementRows, device) -> ElementData:
     return d
 
 
-def element_state(worlds: int, rows: int, device) -> ElementState:
+def element_state(worlds: int, rows: int, device, zeros=None) -> ElementState:
+    """Zeroed element state; zeros(shape, dtype) allocates the [world, row] arrays (io.world_zeros:
+    the memory layout; None: plain wp.zeros)."""
     s = ElementState()
     R = max(rows, 1)
+    if zeros is None:
+        def zeros(shape, dtype):
+            return wp.zeros(shape, dtype=dtype, device=device)
     for name in ("rval", "fprev", "gun", "gdot", "sfac", "cfac", "qref", "lmax", "qc", "qg"):
-        setattr(s, name, wp.zeros((worlds, R), dtype=wp.float64, device=device))
-    s.stick = wp.zeros((worlds, R), dtype=wp.int32, device=device)
+        setattr(s, name, zeros((worlds, R), wp.float64))
+    s.stick = zeros((worlds, R), wp.int32)
     s.tnow = wp.zeros(worlds, dtype=wp.float64, device=device)
     s.hnow = wp.zeros(worlds, dtype=wp.float64, device=device)
     s.min_newton = wp.zeros(worlds, dtype=wp.int32, device=device)

@@ -3,9 +3,12 @@
 Kernels take their data in groups of Warp structs (step.py), kept side by side rather than
 nested because Warp passes structs to functions by value:
 
-- model (``put_model``): ``ModelData`` + ``ContactModel``, read-only, shared by all worlds.
-  Bodies, the full constraint row table (joint rows, then element rows), element columns,
-  packed force laws, time functions, loads; shapes, candidate pairs, materials. Built once.
+- model (``put_model``): ``ModelData`` + ``ContactModel``, read-only. Bodies, the full
+  constraint row table (joint rows, then element rows), element columns, packed force laws,
+  time functions, loads; shapes, candidate pairs, materials. Built once. The mechanism is
+  shared by all worlds; the per-world parameters (usdphys.types.params: masses, inertias,
+  gravity, row values and gains, friction efforts, contact materials) are [world, entry]
+  arrays (world_array: one stored row, zero world stride, where no world varies them).
 - state (``make_state``): ``StateData`` + ``RowState`` + ``ElementState`` + ``ContactState``,
   what one step hands to the next, per world; the step kernels update it in place. Poses and
   half-step velocities, the equal rows' impulse history (warm start), the element state, the
@@ -24,12 +27,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
-from usdphys.solver import forces
+from usdphys.errors import UsdphysError
+from usdphys.solver import forces, outputs
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
 from usdphys.solver.ldl import put_pattern
+from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
 from usdphys.types.model import MODE_EQUAL, Model, RowTable
+from usdphys.types.params import ROW_PARAMETERS, base_values, check_world_parameters, world_model
 from usdphys.types.rowgraph import RowPattern, row_pattern
 
 
@@ -52,11 +58,13 @@ class DeviceModel:
     rows: RowTable  # the solver's full row table (joint rows, bushings applied, element rows)
     elements: forces.ElementRows  # row names (messages), motor rows and paths, laws, functions
     contact_info: dict  # candidate pairs, contacts per world (capacity), method, shape table
-    inv_mass: np.ndarray  # (B,) 0 for kinematic or massless bodies
+    inv_mass: np.ndarray  # (B,) world 0's; 0 for kinematic or massless bodies (the same bodies in every world)
     body_count: int
     row_count: int
     pattern: RowPattern  # the row system's elimination order and factor pattern (host copy)
-    axial_force_law: object = field(default=None)  # compiled into the kernels (forces.set_axial_force_law)
+    user_laws: tuple = ()  # Warp functions compiled into the kernels (forces.install_user_laws)
+    gravity: np.ndarray = field(default=None)  # (W, 3) each world's gravity
+    layout: str = "world_major"  # of the per-world arrays (world_array)
 
     @property
     def motor_count(self) -> int:
@@ -76,6 +84,54 @@ def _pad(a, n, width):
     if a.shape[0] == 0:
         return np.zeros((n, width) if width else (n,), dtype=a.dtype)
     return a
+
+
+def world_layout(device) -> str:
+    """The default memory layout of [world, entry] arrays on `device`: "world_major" (each
+    world's entries side by side: one CPU thread walks its own world's memory) or
+    "world_minor" (each entry's worlds side by side: neighbouring GPU threads, i.e. worlds,
+    read neighbouring addresses, coalesced)."""
+    return "world_minor" if wp.get_device(device).is_cuda else "world_major"
+
+
+def world_array(values, dtype, device, worlds: int, layout: str = "world_major"):
+    """A [world, entry...] Warp array of `values` (Wv, n...) for `worlds` worlds; kernels index it
+    [w, i] whatever the layout.
+
+    Wv = 1, or all worlds equal: one row stored, seen by every world through a zero world
+    stride (a parameter nobody varies costs one copy). Otherwise layout "world_major" stores
+    (W, n) contiguously, "world_minor" stores (n, W) and views it as (W, n) with transposed
+    strides. Values are bit-identical either way; only the addresses differ."""
+    np_dtype = np.int32 if dtype in (wp.int32,) else np.float64
+    vals = np.asarray(values, dtype=np_dtype)
+    width = {wp.vec3d: 3, wp.quatd: 4}.get(dtype, 0)
+    entry_shape = vals.shape[1:len(vals.shape) - (1 if width else 0)]
+    if vals.shape[0] == 1 or bool(np.all(vals == vals[:1])):
+        base = wp.array(np.ascontiguousarray(vals[:1]), dtype=dtype, device=device)
+        strides = (0,) + tuple(base.strides[1:])
+    elif vals.shape[0] != worlds:
+        raise ValueError(f"{vals.shape[0]} worlds of values for {worlds} worlds")
+    elif layout == "world_minor" and entry_shape:
+        order = tuple(range(1, 1 + len(entry_shape))) + (0,) + tuple(range(1 + len(entry_shape), vals.ndim))
+        base = wp.array(np.ascontiguousarray(vals.transpose(order)), dtype=dtype, device=device)
+        strides = (base.strides[len(entry_shape)],) + tuple(base.strides[: len(entry_shape)])
+    else:
+        return wp.array(np.ascontiguousarray(vals), dtype=dtype, device=device)
+    view = wp.array(ptr=base.ptr, dtype=dtype, shape=(worlds,) + entry_shape, strides=strides, device=device)
+    view._usdphys_storage = base  # the view does not own its memory: keep the storage alive
+    return view
+
+
+def world_zeros(shape, dtype, device, layout: str = "world_major"):
+    """Zeros of shape (W, n, ...) for per-world state: "world_minor" stores them [n, ..., W] and
+    returns the transposed view (kernels index [w, i] either way; world_array says why)."""
+    if layout != "world_minor" or len(shape) < 2:
+        return wp.zeros(shape, dtype=dtype, device=device)
+    base = wp.zeros(tuple(shape[1:]) + (shape[0],), dtype=dtype, device=device)
+    strides = (base.strides[-1],) + tuple(base.strides[:-1])
+    view = wp.array(ptr=base.ptr, dtype=dtype, shape=tuple(shape), strides=strides, device=device)
+    view._usdphys_storage = base
+    return view
 
 
 def lever_length(rows: RowTable) -> float:
@@ -99,45 +155,138 @@ def twist_limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
     for i in np.flatnonzero((kind == RowKind.TWIST) & ((mode == RowMode.LOWER) | (mode == RowMode.UPPER))):
         j = int(src[i])
         if 0 <= j < model.joint_count:
-            lo[i] = model.joint_lower[j, 3 + int(axis[i])]
-            hi[i] = model.joint_upper[j, 3 + int(axis[i])]
+            d = 3 + int(axis[i]) % 3  # axis 3..8: the same DOF measured another way (model.dof_row)
+            lo[i] = model.joint_lower[j, d]
+            hi[i] = model.joint_upper[j, d]
     return lo, hi
 
 
-def put_model(model: Model, device=None, contact: ContactOptions | None = None,
-              axial_force_law=None) -> DeviceModel:
-    """Upload everything the step reads and never writes, shared by all worlds.
+def user_law_table(laws=None) -> tuple[dict[str, int], tuple]:
+    """(name -> index, the laws in index order) for forces.build_element_rows and
+    forces.install_user_laws. laws: {name: @wp.func} as named by mbd:userLaw."""
+    if laws is None:
+        laws = {}
+    if not isinstance(laws, dict):
+        raise UsdphysError(f"laws must be a dict of name -> Warp function, got {type(laws).__name__}")
+    named = {}
+    for name, fn in laws.items():
+        if not isinstance(name, str) or not name.strip():
+            raise UsdphysError(f"laws: a law's name must be a non-empty string (as in mbd:userLaw), got {name!r}")
+        named[name] = forces.check_user_law(name, fn)
+    order = sorted(named)  # a canonical order: the same set of laws is the same kernel
+    return {n: i for i, n in enumerate(order)}, tuple(named[n] for n in order)
 
-    contact: contact solver options (None: defaults); axial_force_law: a user @wp.func for
-    axial force elements (None: the built-in law). The law is compiled into the step kernel,
-    so it is installed here and must be re-installed before launching (Solver.run does)."""
+
+
+# Row columns that per-world parameters may change ([world, row] in ModelData); every other
+# column is the mechanism's structure, identical in all worlds (checked).
+_ROW_VALUE_COLUMNS = ("value", "stiffness", "damping", "target_vel", "max_force")
+_EXTRA_VALUE_COLUMNS = ("fstatic", "fdynamic")
+_ROW_STRUCTURE = ("source", "kind", "axis", "mode", "b0", "b1", "accel")
+_EXTRA_STRUCTURE = ("law", "lawidx", "fn", "motor", "couple", "preload")
+
+
+def _per_world(model: Model, name: str) -> np.ndarray:
+    """(Wv, ...) values of a parameter: Wv = 1 when no world sets it."""
+    if name in model.world_parameters:
+        return np.asarray(model.world_parameters[name], float)
+    return base_values(model, name)[None]
+
+
+def per_world_rows(model: Model, rows: RowTable, elements, law_names=None) -> dict[str, np.ndarray]:
+    """The row value columns per world ((Wv, R) each, Wv = 1 when no row parameter is set):
+    the rows of each distinct world variant are built exactly as for a single-world model
+    (Model.constraint_rows, forces.build_element_rows), so a world equals the single-world run
+    with its values. A variant whose rows differ in anything but values is an error."""
+    names = [n for n in ROW_PARAMETERS if n in model.world_parameters]
+    lo, hi = twist_limit_ranges(model, rows)
+    base = {c: np.asarray(getattr(rows, c), float)[None] for c in _ROW_VALUE_COLUMNS}
+    base.update({c: np.asarray(elements.extra[c], float)[None] for c in _EXTRA_VALUE_COLUMNS})
+    base.update(lo=lo[None], hi=hi[None])
+    if not names:
+        return base
+    W, R = model.world_count, rows.count
+    out = {c: np.empty((W, R)) for c in base}
+    groups: dict[bytes, list[int]] = {}
+    for w in range(W):
+        key = b"".join(np.ascontiguousarray(model.world_parameters[n][w]).tobytes() for n in names)
+        groups.setdefault(key, []).append(w)
+    with quiet():  # the base build already warned about anything structural
+        for ws in groups.values():
+            mw = world_model(model, ws[0], names)
+            er = forces.build_element_rows(mw, mw.constraint_rows(), law_names)
+            t = er.rows
+            same = t.count == R and all(np.array_equal(getattr(t, c), getattr(rows, c)) for c in _ROW_STRUCTURE) \
+                and all(np.array_equal(er.extra[c], elements.extra[c]) for c in _EXTRA_STRUCTURE)
+            if not same:
+                n = min(t.count, R)
+                diff = [i for i in range(n) if any(getattr(t, c)[i] != getattr(rows, c)[i] for c in _ROW_STRUCTURE)
+                        or any(er.extra[c][i] != elements.extra[c][i] for c in _EXTRA_STRUCTURE)]
+                what = elements.names[diff[0]] if diff else (elements.names[n] if n < R else er.names[n])
+                raise UsdphysError(
+                    f"{what}: the per-world parameters of world {ws[0]} ({', '.join(names)}) change which limits, drives "
+                    "or springs exist; a world may change their values only (keep limits finite and gains positive "
+                    "where the model has them, +-inf / 0 where it has none)")
+            wlo, whi = twist_limit_ranges(mw, t)
+            for c in _ROW_VALUE_COLUMNS:
+                out[c][ws] = np.asarray(getattr(t, c), float)
+            for c in _EXTRA_VALUE_COLUMNS:
+                out[c][ws] = np.asarray(er.extra[c], float)
+            out["lo"][ws] = wlo
+            out["hi"][ws] = whi
+    return out
+
+
+def put_model(model: Model, device=None, contact: ContactOptions | None = None,
+              laws=None, layout: str | None = None) -> DeviceModel:
+    """Upload everything the step reads and never writes: the mechanism, shared by all worlds,
+    and the per-world parameters ([world, entry] arrays, broadcast where no world varies them).
+
+    contact: contact solver options (None: defaults); laws: {name: @wp.func} for the
+    spring-dampers whose mbd:userLaw names them. The laws are compiled into the step kernel, so they are
+    installed here and must be re-installed before launching (Solver.run does).
+    layout: memory layout of the per-world arrays (world_array; None: world_layout(device))."""
     dev = wp.get_device(device)
+    layout = layout or world_layout(dev)
+    if layout not in ("world_major", "world_minor"):
+        raise UsdphysError(f"layout must be 'world_major' or 'world_minor', got {layout!r}")
+    check_world_parameters(model)
+    W = model.world_count
     B = model.body_count
     rows = model.constraint_rows()
     # force elements, motors, bushings, NewtonJointAPI: extra rows + loads
-    forces.set_axial_force_law(axial_force_law)  # None: the built-in law
-    elements = forces.build_element_rows(model, rows)
+    law_names, user_laws = user_law_table(laws)
+    forces.install_user_laws(user_laws)
+    elements = forces.build_element_rows(model, rows, law_names)
     rows = elements.rows
     R = rows.count
     Rn = max(R, 1)
     Bn = max(B, 1)
 
+    def per_world(values, dtype, n, width=0):
+        """(Wv, k, ...) -> [world, max(k, 1)] Warp array (entries padded: Warp arrays are never empty)."""
+        v = np.asarray(values)
+        if v.shape[1] == 0:
+            v = np.zeros((v.shape[0], n) + ((width,) if width else ()), v.dtype)
+        return world_array(v, dtype, dev, W, layout)
+
     m = K.ModelData()
     m.n_bodies = B
     m.n_rows = R
-    m.gravity = wp.vec3d(*np.asarray(model.gravity, float))
+    gravity = _per_world(model, "gravity")  # (Wv, 3)
+    m.gravity = world_array(gravity, wp.vec3d, dev, W, layout)
     dyn = ~np.asarray(model.body_kinematic, bool)
-    mass = np.asarray(model.body_mass, float)
-    inertia = np.asarray(model.body_inertia, float).reshape(-1, 3)
-    inv_mass = np.where(dyn & (mass > 0), 1.0 / np.where(mass > 0, mass, 1.0), 0.0)
-    inv_inertia = np.where((dyn & (mass > 0))[:, None] & (inertia > 0), 1.0 / np.where(inertia > 0, inertia, 1.0), 0.0)
-    m.inv_mass = _arr(_pad(inv_mass, Bn, 0), wp.float64, dev)
-    m.inertia = _arr(_pad(np.where(inertia > 0, inertia, 1.0), Bn, 3), wp.vec3d, dev)
-    m.inv_inertia = _arr(_pad(inv_inertia, Bn, 3), wp.vec3d, dev)
+    mass = _per_world(model, "body.mass")  # (Wv, B)
+    inertia = _per_world(model, "body.inertia")  # (Wv, B, 3)
+    live = dyn[None] & (mass > 0)
+    inv_mass = np.where(live, 1.0 / np.where(mass > 0, mass, 1.0), 0.0)
+    inv_inertia = np.where(live[..., None] & (inertia > 0), 1.0 / np.where(inertia > 0, inertia, 1.0), 0.0)
+    m.inv_mass = per_world(inv_mass, wp.float64, Bn)
+    m.inertia = per_world(np.where(inertia > 0, inertia, 1.0), wp.vec3d, Bn, 3)
+    m.inv_inertia = per_world(inv_inertia, wp.vec3d, Bn, 3)
     m.row_kind = _arr(_pad(rows.kind, Rn, 0), wp.int32, dev)
     m.row_axis = _arr(_pad(rows.axis, Rn, 0), wp.int32, dev)
     m.row_mode = _arr(_pad(rows.mode, Rn, 0), wp.int32, dev)
-    m.row_value = _arr(_pad(rows.value, Rn, 0), wp.float64, dev)
     m.row_b0 = _arr(_pad(rows.b0, Rn, 0), wp.int32, dev)
     m.row_b1 = _arr(_pad(rows.b1, Rn, 0), wp.int32, dev)
     pattern = row_pattern(rows.b0, rows.b1)  # elimination order and factor pattern (sparse LDL)
@@ -146,26 +295,36 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.row_q0 = _arr(_pad(rows.q0, Rn, 4), wp.quatd, dev)
     m.row_p1 = _arr(_pad(rows.p1, Rn, 3), wp.vec3d, dev)
     m.row_q1 = _arr(_pad(rows.q1, Rn, 4), wp.quatd, dev)
-    m.row_k = _arr(_pad(rows.stiffness, Rn, 0), wp.float64, dev)
-    m.row_c = _arr(_pad(rows.damping, Rn, 0), wp.float64, dev)
-    m.row_tv = _arr(_pad(rows.target_vel, Rn, 0), wp.float64, dev)
-    m.row_fmax = _arr(_pad(np.minimum(rows.max_force, 1e300), Rn, 0), wp.float64, dev)
     m.row_accel = _arr(_pad(rows.accel, Rn, 0), wp.int32, dev)
-    lo, hi = twist_limit_ranges(model, rows)
-    m.row_lo = _arr(_pad(lo, Rn, 0), wp.float64, dev)
-    m.row_hi = _arr(_pad(hi, Rn, 0), wp.float64, dev)
+    cols = per_world_rows(model, rows, elements, law_names)
+    m.row_value = per_world(cols["value"], wp.float64, Rn)
+    m.row_k = per_world(cols["stiffness"], wp.float64, Rn)
+    m.row_c = per_world(cols["damping"], wp.float64, Rn)
+    m.row_tv = per_world(cols["target_vel"], wp.float64, Rn)
+    m.row_fmax = per_world(np.minimum(cols["max_force"], 1e300), wp.float64, Rn)
+    m.row_lo = per_world(cols["lo"], wp.float64, Rn)
+    m.row_hi = per_world(cols["hi"], wp.float64, Rn)
     m.geo_ang = wp.float64(1.0 / lever_length(rows) ** 2)
     m.el = forces.element_data(elements, dev)
+    m.el.fstatic = per_world(cols["fstatic"], wp.float64, Rn)
+    m.el.fdynamic = per_world(cols["fdynamic"], wp.float64, Rn)
     m.has_elements = int(forces.has_elements(elements))
-    # contact: shapes, candidate pairs, materials
+    # contact: shapes, candidate pairs, materials (per world when a study varies them)
     cm, contact_info = put_contact_model(model, dev, contact)
+    for attr, name in (("mu_s", "shape.static_friction"), ("mu_d", "shape.dynamic_friction"),
+                       ("rest", "shape.restitution")):
+        vals = getattr(cm, attr).numpy()  # (1, S): the shapes' own values
+        if cm.n_pairs and name in model.world_parameters:
+            vals = _per_world(model, name)
+        setattr(cm, attr, world_array(vals, wp.float64, dev, W, layout))
     # modified Newton across steps (step.py, REFACTOR_EVERY) and extrapolated impulses: only when A cannot change by
     # more than the motion does, i.e. all rows are equal rows (no drives, limits, elements'
     # law / friction rows, whose diagonals or active sets change) and nothing collides
     m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and cm.n_pairs == 0)
     return DeviceModel(data=m, contact=cm, rows=rows, elements=elements, contact_info=contact_info,
-                       inv_mass=_pad(inv_mass, Bn, 0), body_count=B, row_count=R, pattern=pattern,
-                       axial_force_law=axial_force_law)
+                       inv_mass=_pad(inv_mass[0], Bn, 0), body_count=B, row_count=R, pattern=pattern,
+                       user_laws=user_laws, gravity=np.broadcast_to(gravity, (W, 3)).copy(),
+                       layout=layout)
 
 
 def make_state(model: Model, device_model: DeviceModel, worlds: int | None = None, device=None) -> DeviceState:
@@ -181,16 +340,22 @@ def make_state(model: Model, device_model: DeviceModel, worlds: int | None = Non
         if model.world_count != 1:
             raise ValueError(f"model has {model.world_count} worlds, cannot make a state of {W}")
         pos, rot, vel, omega = (np.repeat(np.asarray(a).reshape(1, B, -1), W, axis=0) for a in (pos, rot, vel, omega))
+    layout = device_model.layout  # the body and row state follow the parameters' layout
     st = K.StateData()
-    st.pos = _arr(pos, wp.vec3d, dev, (W, B, 3)) if B else wp.zeros((W, 1), dtype=wp.vec3d, device=dev)
-    st.rot = _arr(rot, wp.quatd, dev, (W, B, 4)) if B else wp.zeros((W, 1), dtype=wp.quatd, device=dev)
-    st.vel = _arr(vel, wp.vec3d, dev, (W, B, 3)) if B else wp.zeros((W, 1), dtype=wp.vec3d, device=dev)
-    st.omega = _arr(omega, wp.vec3d, dev, (W, B, 3)) if B else wp.zeros((W, 1), dtype=wp.vec3d, device=dev)
+    for name, values, dtype in (("pos", pos, wp.vec3d), ("rot", rot, wp.quatd), ("vel", vel, wp.vec3d),
+                                ("omega", omega, wp.vec3d)):
+        arr = world_zeros((W, max(B, 1)), dtype, dev, layout)
+        if B:
+            arr.assign(np.ascontiguousarray(np.asarray(values, np.float64).reshape(W, B, -1)))
+        setattr(st, name, arr)
     rs = K.RowState()
     for name in ("lwarm", "lwarm2", "lwarm3"):
-        setattr(rs, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
-    es = forces.element_state(W, R, dev)
-    cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev)
+        setattr(rs, name, world_zeros((W, Rn), wp.float64, dev, layout))
+    def zeros(shape, dtype):
+        return world_zeros(shape, dtype, dev, layout)
+
+    es = forces.element_state(W, R, dev, zeros)
+    cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev, zeros)
     return DeviceState(data=st, rows=rs, elements=es, contact=cs)
 
 
@@ -241,19 +406,16 @@ def make_diagnostics(worlds: int, device=None) -> K.Diagnostics:
     dg.fail_row = wp.full(W, -1, dtype=wp.int32, device=dev)
     dg.fail_err = wp.zeros(W, dtype=wp.float64, device=dev)
     dg.fail_time = wp.zeros(W, dtype=wp.float64, device=dev)
+    dg.frame_error = wp.zeros(W, dtype=wp.float64, device=dev)
     return dg
 
 
-def make_output(device_model: DeviceModel, worlds: int, frames: int, device=None) -> K.FrameOutput:
-    """Poses and motor efforts of frames 0 .. frames (frame 0: the assembled start)."""
-    dev = wp.get_device(device)
-    W = int(worlds)
-    Bn = max(device_model.body_count, 1)
-    out = K.FrameOutput()
-    out.pos = wp.zeros((frames + 1, W, Bn), dtype=wp.vec3d, device=dev)
-    out.rot = wp.zeros((frames + 1, W, Bn), dtype=wp.quatd, device=dev)
-    out.eff = wp.zeros((frames + 1, W, max(device_model.motor_count, 1)), dtype=wp.float64, device=dev)
-    return out
+def make_output(device_model: DeviceModel, worlds: int, frames: int, device=None,
+                layout: outputs.OutputLayout | None = None) -> K.FrameOutput:
+    """Poses, motor efforts and the recorded groups of `layout` (outputs.py) for frames
+    0 .. frames (frame 0: the assembled start)."""
+    return outputs.make_output(layout, device_model.body_count, device_model.motor_count, worlds, frames,
+                               wp.get_device(device))
 
 
 __all__ = ["DeviceModel", "DeviceState", "make_diagnostics", "make_output", "make_scratch", "make_state", "put_model"]

@@ -17,6 +17,7 @@ ROW_PERP = wp.constant(int(RowKind.PERP))
 ROW_TWIST = wp.constant(int(RowKind.TWIST))
 ROW_DIST = wp.constant(int(RowKind.DIST))
 ROW_LIN1 = wp.constant(int(RowKind.LIN1))
+ROW_POINT = wp.constant(int(RowKind.POINT))
 MODE_EQUAL = wp.constant(int(RowMode.EQUAL))
 MODE_LOWER = wp.constant(int(RowMode.LOWER))
 MODE_UPPER = wp.constant(int(RowMode.UPPER))
@@ -82,12 +83,42 @@ def free_rotation(l: wp.vec3d, inertia: wp.vec3d, inv_inertia: wp.vec3d, h: wp.f
 
 
 @wp.func
+def euler_xyz(k: int, Q0: wp.quatd, Q1: wp.quatd):
+    """Angle k of frame 1 relative to frame 0 as the sequence R = Rx(q0) Ry(q1) Rz(q2) (MuJoCo's
+    three hinges in one body, Newton's D6), and the world vector J with dq_k/dt = J . (w1 - w0).
+
+    With a = e0_x, c = e1_z and u = c x a (|u| = cos q1, u = cos q1 * the middle axis):
+    q0 = atan2(-c.e0_y, c.e0_z), q1 = atan2(c.a, |u|), q2 = atan2(-a.e1_y, a.e1_x); the rates
+    solve w = q0' a + q1' u/|u| + q2' c by the dual basis. q0 and q2 are undefined where
+    q1 = +-90 deg (gimbal lock): there their Jacobians grow as 1 / cos q1.
+    """
+    a = wp.quat_rotate(Q0, basis(0))
+    c = wp.quat_rotate(Q1, basis(2))
+    u = wp.cross(c, a)
+    uu = wp.max(wp.dot(u, u), wp.float64(1.0e-300))
+    g = wp.float64(0.0)
+    J = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    if k == 0:
+        g = wp.atan2(-wp.dot(c, wp.quat_rotate(Q0, basis(1))), wp.dot(c, wp.quat_rotate(Q0, basis(2))))
+        J = wp.cross(u, c) / uu
+    elif k == 1:
+        lu = wp.sqrt(uu)
+        g = wp.atan2(wp.dot(c, a), lu)
+        J = u / lu
+    else:
+        g = wp.atan2(-wp.dot(a, wp.quat_rotate(Q1, basis(1))), wp.dot(a, wp.quat_rotate(Q1, basis(0))))
+        J = wp.cross(a, u) / uu
+    return g, J
+
+
+@wp.func
 def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1: wp.quatd,
-             x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d, r1: wp.quatd):
+             x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d, r1: wp.quatd, frac: wp.float64):
     """Value g of one constraint row and its velocity Jacobian.
 
     (x0, r0), (x1, r1): COM-frame poses of the two bodies (identity for the world);
-    (p0, q0), (p1, q1): the row's frames in those bodies. Returns
+    (p0, q0), (p1, q1): the row's frames in those bodies; frac: where ROW_POINT's point sits
+    on the line from P0 (0) to P1 (1), unused by the other kinds. Returns
     (g, jl0, ja0, jl1, ja1) with dg/dt = jl0.v0 + ja0.w0 + jl1.v1 + ja1.w1 (world frame).
     """
     P0 = x0 + wp.quat_rotate(r0, p0)
@@ -116,12 +147,24 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         g = wp.dot(u, v)
         ja0 = wp.cross(u, v)
         ja1 = -ja0
-    elif kind == ROW_TWIST:
+    elif kind == ROW_TWIST and axis < 3:  # about e0[axis]: where e1[axis+1] points in e0's plane
         i = (axis + 1) % 3
         j = (axis + 2) % 3
         k = wp.quat_rotate(Q0, basis(axis))
         y1 = wp.quat_rotate(Q1, basis(i))
         g = wp.atan2(wp.dot(y1, wp.quat_rotate(Q0, basis(j))), wp.dot(y1, wp.quat_rotate(Q0, basis(i))))
+        ja0 = -k
+        ja1 = k
+    elif kind == ROW_TWIST and axis >= 6:  # angle axis - 6 of the x-y-z sequence (three free rotations)
+        g, ja1 = euler_xyz(axis - 6, Q0, Q1)
+        ja0 = -ja1
+    elif kind == ROW_TWIST:  # about e1[a] (a Cardan joint's second axis): where e0[a+2] points in e1's plane
+        a = axis - 3
+        i = (a + 1) % 3
+        j = (a + 2) % 3
+        k = wp.quat_rotate(Q1, basis(a))
+        x0 = wp.quat_rotate(Q0, basis(j))
+        g = wp.atan2(wp.dot(x0, wp.quat_rotate(Q1, basis(i))), wp.dot(x0, wp.quat_rotate(Q1, basis(j))))
         ja0 = -k
         ja1 = k
     elif kind == ROW_LIN1:  # along an axis of frame 1 (revolute-translational joint)
@@ -131,6 +174,14 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         ja0 = wp.cross(e, P0 - x0)
         jl1 = e
         ja1 = wp.cross(e, x1 - P0)
+    elif kind == ROW_POINT:  # world axis `axis` of the point (1 - frac) P0 + frac P1
+        e = basis(axis)
+        a0 = wp.float64(1.0) - frac
+        g = wp.dot(e, P0 * a0 + P1 * frac)
+        jl0 = e * a0
+        ja0 = wp.cross(P0 - x0, e) * a0
+        jl1 = e * frac
+        ja1 = wp.cross(P1 - x1, e) * frac
     else:  # ROW_DIST
         d = P1 - P0
         L = wp.length(d)
@@ -143,3 +194,24 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         jl1 = n
         ja1 = wp.cross(P1 - x1, n)
     return g, jl0, ja0, jl1, ja1
+
+
+@wp.func
+def start_turn(g: wp.float64, lo: wp.float64, hi: wp.float64) -> wp.float64:
+    """The multi-turn value of a wrapped angle g in (-pi, pi] to start from: g itself when it
+    lies in [lo, hi] or the range is open there, else g + 2 pi k for the k that brings it into
+    the range, else the turn nearest to the range. O(1) for any range (even +-1e30)."""
+    q = g
+    if q < lo:
+        q = g + TWO_PI * wp.ceil((lo - g) / TWO_PI)
+        if q > hi:  # no turn fits: take the nearer of the two around the range
+            below = q - TWO_PI
+            if lo - below < q - hi:
+                q = below
+    elif q > hi:
+        q = g - TWO_PI * wp.ceil((g - hi) / TWO_PI)
+        if q < lo:
+            above = q + TWO_PI
+            if above - hi < lo - q:
+                q = above
+    return q

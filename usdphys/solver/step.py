@@ -30,6 +30,7 @@ from usdphys.solver.forces import (
     time_fn,
     time_fn_integral,
 )
+from usdphys.solver.outputs import FrameOutput, record_derived, save_prev
 from usdphys.solver.ldl import FACTOR_TOL, RANK_TOL, RowPattern, ldl_factor, ldl_solve
 from usdphys.solver.mathx import (
     MODE_EQUAL,
@@ -45,6 +46,7 @@ from usdphys.solver.mathx import (
     cmul,
     eval_row,
     free_rotation,
+    start_turn,
     wrap_angle,
 )
 
@@ -90,14 +92,17 @@ class ModelData:
     """Read-only, shared by all worlds: bodies, constraint rows, elements (contact: ContactModel)."""
     n_bodies: int
     n_rows: int
-    gravity: wp.vec3d
-    inv_mass: wp.array(dtype=wp.float64)  # (B,) 0: kinematic
-    inertia: wp.array(dtype=wp.vec3d)  # principal moments
-    inv_inertia: wp.array(dtype=wp.vec3d)  # 0 for kinematic
+    # Per-world parameters are [world, entry] arrays; a parameter no world varies is one row
+    # seen by every world through a zero world stride (io.world_param), so kernels always index
+    # [w, i] and never ask whether it varies.
+    gravity: wp.array(dtype=wp.vec3d)  # [world]
+    inv_mass: wp.array2d(dtype=wp.float64)  # [world, body] 0: kinematic
+    inertia: wp.array2d(dtype=wp.vec3d)  # [world, body] principal moments
+    inv_inertia: wp.array2d(dtype=wp.vec3d)  # [world, body] 0 for kinematic
     row_kind: wp.array(dtype=wp.int32)
     row_axis: wp.array(dtype=wp.int32)
     row_mode: wp.array(dtype=wp.int32)
-    row_value: wp.array(dtype=wp.float64)
+    row_value: wp.array2d(dtype=wp.float64)
     row_b0: wp.array(dtype=wp.int32)
     row_b1: wp.array(dtype=wp.int32)
     pat: RowPattern  # elimination order and sparse pattern of the row system's factor (ldl.py)
@@ -105,15 +110,15 @@ class ModelData:
     row_q0: wp.array(dtype=wp.quatd)
     row_p1: wp.array(dtype=wp.vec3d)
     row_q1: wp.array(dtype=wp.quatd)
-    row_k: wp.array(dtype=wp.float64)
-    row_c: wp.array(dtype=wp.float64)
-    row_tv: wp.array(dtype=wp.float64)
-    row_fmax: wp.array(dtype=wp.float64)
+    row_k: wp.array2d(dtype=wp.float64)
+    row_c: wp.array2d(dtype=wp.float64)
+    row_tv: wp.array2d(dtype=wp.float64)
+    row_fmax: wp.array2d(dtype=wp.float64)
     row_accel: wp.array(dtype=wp.int32)
     # twist rows: the DOF's [lower, upper] (rad, +-inf when open), used once to pick the turn of
     # the unwrapped joint coordinate at the start (inside the range when the pose allows)
-    row_lo: wp.array(dtype=wp.float64)
-    row_hi: wp.array(dtype=wp.float64)
+    row_lo: wp.array2d(dtype=wp.float64)
+    row_hi: wp.array2d(dtype=wp.float64)
     geo_ang: wp.float64  # 1 / L^2: weight of angular DOFs in the mass-free rank test (factor_rows)
     has_elements: int  # 0: no motors, law / friction rows or loads (begin / end_elements skipped)
     equal_only: int  # 1: every row is an equal row and nothing collides (A reused, impulses extrapolated)
@@ -203,14 +208,7 @@ class Diagnostics:
     fail_row: wp.array(dtype=wp.int32)  # status 3: the row with the largest residual
     fail_err: wp.array(dtype=wp.float64)  # status 3: that residual (m or rad)
     fail_time: wp.array(dtype=wp.float64)  # status 3: the start time of the step that failed
-
-
-@wp.struct
-class FrameOutput:
-    """Written for the host: every world's poses and motor efforts at each output frame."""
-    pos: wp.array3d(dtype=wp.vec3d)  # [frame, world, body]
-    rot: wp.array3d(dtype=wp.quatd)
-    eff: wp.array3d(dtype=wp.float64)  # [frame, world, motor]
+    frame_error: wp.array(dtype=wp.float64)  # largest hard-constraint residual since the last output frame
 
 
 @wp.func
@@ -233,28 +231,8 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
     b0 = m.row_b0[i]
     b1 = m.row_b1[i]
     return eval_row(m.row_kind[i], m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
-                    body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1))
-
-
-@wp.func
-def start_turn(g: wp.float64, lo: wp.float64, hi: wp.float64) -> wp.float64:
-    """The multi-turn value of a wrapped angle g in (-pi, pi] to start from: g itself when it
-    lies in [lo, hi] or the range is open there, else g + 2 pi k for the k that brings it into
-    the range, else the turn nearest to the range. O(1) for any range (even +-1e30)."""
-    q = g
-    if q < lo:
-        q = g + TWO_PI * wp.ceil((lo - g) / TWO_PI)
-        if q > hi:  # no turn fits: take the nearer of the two around the range
-            below = q - TWO_PI
-            if lo - below < q - hi:
-                q = below
-    elif q > hi:
-        q = g - TWO_PI * wp.ceil((g - hi) / TWO_PI)
-        if q < lo:
-            above = q + TWO_PI
-            if above - hi < lo - q:
-                q = above
-    return q
+                    body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1),
+                    m.row_value[w, i])
 
 
 @wp.func
@@ -294,19 +272,19 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
     for b in range(m.n_bodies):
         x = st.pos[w, b]
         q = st.rot[w, b]
-        if m.inv_mass[b] > wp.float64(0.0):
+        if m.inv_mass[w, b] > wp.float64(0.0):
             v = sc.vstar[w, b] + sc.dv[w, b]
             sc.vel1[w, b] = v
             sc.pos1[w, b] = x + h * v
             lw = sc.mom[w, b] + sc.dL[w, b]
             lb = wp.quat_rotate_inv(q, lw)
-            om = cmul(m.inv_inertia[b], lb)
+            om = cmul(m.inv_inertia[w, b], lb)
             lp = lb
             if assemble == 0:
-                om, lp = free_rotation(lb, m.inertia[b], m.inv_inertia[b], h)
+                om, lp = free_rotation(lb, m.inertia[w, b], m.inv_inertia[w, b], h)
             q1 = wp.normalize(q * cayley(om, h))
             sc.rot1[w, b] = q1
-            sc.omega1[w, b] = wp.quat_rotate(q1, cmul(m.inv_inertia[b], lp))
+            sc.omega1[w, b] = wp.quat_rotate(q1, cmul(m.inv_inertia[w, b], lp))
         else:  # kinematic: constant velocity, no response to impulses
             v = sc.vstar[w, b]
             om = st.omega[w, b]
@@ -393,10 +371,10 @@ def law_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int, g:
     h = es.hnow[w]
     d = element_delta(sc, w, i, m.row_kind[i], g)
     F = wp.float64(0.0)
-    if el.law[i] == W_LAW_ARMATURE:
-        F = sc.lam[w, i] + m.row_c[i] * (d / h - es.gdot[w, i])
+    if el.law[i] == W_LAW_ARMATURE:  # lam = -a (gdot+ - gdot-) + h P (P: a spring mass's weight)
+        F = sc.lam[w, i] + m.row_c[w, i] * (d / h - es.gdot[w, i]) - h * el.preload[i]
     else:
-        f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i],
+        f, dfg, dfv = law_force(el, i, m.row_k[w, i], m.row_c[w, i], m.row_value[w, i], m.row_tv[w, i],
                                 es.gun[w, i] + wp.float64(0.5) * d, d / h, es.tnow[w] + wp.float64(0.5) * h, 0)
         F = sc.lam[w, i] - wp.float64(0.5) * h * (es.fprev[w, i] + f)
     return es.sfac[w, i] * F, wp.abs(F) * es.cfac[w, i]
@@ -411,7 +389,7 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
     es.hnow[w] = h
     es.min_newton[w] = 0
     for i in range(m.n_rows):
-        es.rval[w, i] = m.row_value[i]
+        es.rval[w, i] = m.row_value[w, i]
         mode = m.row_mode[i]
         kind = m.row_kind[i]
         mot = el.motor[i]
@@ -450,9 +428,9 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
                 continue
             D = wp.float64(0.0)
             if law == W_LAW_ARMATURE:
-                D = m.row_c[i] / h
+                D = m.row_c[w, i] / h
             else:
-                f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i], gun,
+                f, dfg, dfv = law_force(el, i, m.row_k[w, i], m.row_c[w, i], m.row_value[w, i], m.row_tv[w, i], gun,
                                         es.gdot[w, i], t, 1)
                 D = wp.float64(-0.25) * h * dfg - wp.float64(0.5) * dfv
                 sc.lam[w, i] = h * es.fprev[w, i]  # warm start: the force goes on
@@ -470,14 +448,14 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
                 dq = es.rval[w, k] - sc.g0[w, k]
                 if kind == ROW_TWIST:
                     dq = wrap_angle(dq)
-                sc.lam[w, i] = -h * el.fdynamic[i] * wp.sign(dq)
+                sc.lam[w, i] = -h * el.fdynamic[w, i] * wp.sign(dq)
                 if dq == wp.float64(0.0):
                     sc.lam[w, i] = wp.float64(0.0)
                 sc.act[w, i] = 2
                 continue
-            bound = el.fdynamic[i]
+            bound = el.fdynamic[w, i]
             if es.stick[w, i] != 0:
-                bound = el.fstatic[i]
+                bound = el.fstatic[w, i]
             es.lmax[w, i] = h * bound
             sc.act[w, i] = 1
 
@@ -506,7 +484,7 @@ def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.floa
             g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
             d = element_delta(sc, w, i, kind, g)
             if el.law[i] != W_LAW_ARMATURE:
-                f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i],
+                f, dfg, dfv = law_force(el, i, m.row_k[w, i], m.row_c[w, i], m.row_value[w, i], m.row_tv[w, i],
                                         es.gun[w, i] + wp.float64(0.5) * d, d / h, t + wp.float64(0.5) * h, 0)
                 es.fprev[w, i] = f
             es.gun[w, i] = es.gun[w, i] + d
@@ -564,12 +542,12 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
         share = pat.lshare[e]
         a = wp.float64(0.0)
         if share != 0 and sc.keep[w, i] != 0 and sc.keep[w, j] != 0:
-            if (share & 3) != 0 and m.inv_mass[m.row_b0[i]] > wp.float64(0.0):
+            if (share & 3) != 0 and m.inv_mass[w, m.row_b0[i]] > wp.float64(0.0):
                 if (share & 1) != 0:
                     a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
                 if (share & 2) != 0:
                     a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
-            if (share & 12) != 0 and m.inv_mass[m.row_b1[i]] > wp.float64(0.0):
+            if (share & 12) != 0 and m.inv_mass[w, m.row_b1[i]] > wp.float64(0.0):
                 if (share & 4) != 0:
                     a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
                 if (share & 8) != 0:
@@ -666,7 +644,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     sc.lam[w, i] = wp.float64(0.0)
                     changed = 1
             elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1:
-                bound = h * m.row_fmax[i]
+                bound = h * m.row_fmax[w, i]
                 if mode == MODE_FRICTION:
                     bound = es.lmax[w, i]  # static or dynamic friction effort times h
                 if wp.abs(sc.lam[w, i]) > bound:
@@ -712,7 +690,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     for b in range(nb):
         q = st.rot[w, b]
         R = wp.quat_to_matrix(q)
-        iI = m.inv_inertia[b]
+        iI = m.inv_inertia[w, b]
         dI = wp.mat33d(iI[0], wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), iI[1], wp.float64(0.0),
                        wp.float64(0.0), wp.float64(0.0), iI[2])
         sc.iinv[w, b] = R * dI * wp.transpose(R)
@@ -721,12 +699,12 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             sc.mom[w, b] = z
         else:
             v = st.vel[w, b]
-            if m.inv_mass[b] > wp.float64(0.0):
-                v = v + h * m.gravity
+            if m.inv_mass[w, b] > wp.float64(0.0):
+                v = v + h * m.gravity[w]
             sc.vstar[w, b] = v
-            sc.mom[w, b] = wp.quat_rotate(q, cmul(m.inertia[b], wp.quat_rotate_inv(q, st.omega[w, b])))
+            sc.mom[w, b] = wp.quat_rotate(q, cmul(m.inertia[w, b], wp.quat_rotate_inv(q, st.omega[w, b])))
     if assemble == 0 and m.el.n_loads > 0:  # MbdForce / MbdTorque: impulse h F(t_n)
-        apply_loads(m.el, st.pos, st.rot, m.inv_mass, sc.vstar, sc.mom, w, es.tnow[w], h)
+        apply_loads(m.el, st.pos, st.rot, m.inv_mass[w], sc.vstar, sc.mom, w, es.tnow[w], h)
     # 2. rows at the step start
     for i in range(nr):
         b0 = m.row_b0[i]
@@ -736,7 +714,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         sc.g0[w, i] = g
         if m.row_kind[i] == ROW_TWIST:
             if assemble != 0:
-                es.qc[w, i] = start_turn(g, m.row_lo[i], m.row_hi[i])
+                es.qc[w, i] = start_turn(g, m.row_lo[w, i], m.row_hi[w, i])
             else:
                 es.qc[w, i] = es.qc[w, i] + wrap_angle(g - es.qg[w, i])
             es.qg[w, i] = g
@@ -749,10 +727,10 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         wl1 = z
         wa1 = z
         if b0 >= 0:
-            wl0 = (s * m.inv_mass[b0]) * jl0
+            wl0 = (s * m.inv_mass[w, b0]) * jl0
             wa0 = sc.iinv[w, b0] * (s * ja0)
         if b1 >= 0:
-            wl1 = (s * m.inv_mass[b1]) * jl1
+            wl1 = (s * m.inv_mass[w, b1]) * jl1
             wa1 = sc.iinv[w, b1] * (s * ja1)
         sc.wl0[w, i] = wl0
         sc.wa0[w, i] = wa0
@@ -796,8 +774,8 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                 if sc.lam[w, i] != wp.float64(0.0):
                     warm = 1
         elif mode == MODE_SOFT and assemble == 0:
-            k = m.row_k[i]
-            c = m.row_c[i]
+            k = m.row_k[w, i]
+            c = m.row_c[w, i]
             if m.row_accel[i] != 0:
                 aii = sc.A[w, m.pat.diag[i]]
                 if aii > wp.float64(0.0):
@@ -806,12 +784,12 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             denom = h * k + c
             if denom > wp.float64(0.0):
                 act = 1
-                dtarget = m.row_value[i] - sc.g0[w, i]
+                dtarget = m.row_value[w, i] - sc.g0[w, i]
                 if m.row_kind[i] == ROW_TWIST:
                     dtarget = wrap_angle(dtarget)
                 sc.sdiag[w, i] = wp.float64(1.0) / (h * denom)
                 sc.sinv[w, i] = wp.float64(1.0) / denom
-                sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[i]) / denom
+                sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[w, i]) / denom
         sc.act[w, i] = act
     if assemble != 0 or m.has_elements != 0:
         begin_elements(m, es, sc, w, h, assemble)  # motors, force elements, friction
@@ -826,7 +804,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             q0 = sc.g0[w, i]
             if m.row_kind[i] == ROW_TWIST:
                 q0 = es.qc[w, i]
-            bound = m.row_value[i]
+            bound = m.row_value[w, i]
             if mode == MODE_LOWER:
                 bound = wp.min(bound, q0)
             else:
@@ -841,12 +819,12 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         # contact (usdphys/solver/contact.py; docs/solver.md "Contact"): contacts
         # solved from the joint-only velocities, joints re-imposed after every PGS sweep, then
         # the contact impulses kicked into the predictor and the joint pass run again exactly
-        n_c = contact_begin(cm, cs, w, h, nb, m.gravity, m.inv_mass, st.pos, st.rot, st.vel, st.omega, sc.vel1,
+        n_c = contact_begin(cm, cs, w, h, nb, m.gravity[w], m.inv_mass[w], st.pos, st.rot, st.vel, st.omega, sc.vel1,
                             sc.omega1, sc.iinv, nr)
         if n_c > 0:
-            contact_solve(cm, cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.pat,
+            contact_solve(cm, cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.pat,
                           sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
-            contact_kick(cs, w, n_c, m.inv_mass, sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
+            contact_kick(cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
             solve_rows(m, st, es, sc, dg, w, h, tol, 0)
     if assemble == 0:
         ok = sc.conv_err[w] <= ACCEPT_FACTOR * tol  # false for NaN too
@@ -878,6 +856,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             err = wp.max(err, wp.abs(sc.res[w, i]))
     else:
         err = residuals(m, es, sc, w, 1)
+    dg.frame_error[w] = wp.max(dg.frame_error[w], err)
     if err > dg.max_error[w]:
         dg.max_error[w] = err
         worst_row = int(-1)
@@ -967,18 +946,34 @@ def check_world(m: ModelData, st: StateData, dg: Diagnostics, w: int, step: int)
 def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
                    sc: Scratch, dg: Diagnostics, out: FrameOutput,
                    counter: wp.array(dtype=wp.int32), n_frames: int, substeps: int, h: wp.float64,
-                   tol: wp.float64, t0: wp.float64):
+                   tol: wp.float64, t0: wp.float64, lookahead: int, w0: int):
     """Advance every world by n_frames output frames; write poses of frames f0+1 .. f0+n.
-    Reads m, cm; updates st, rs, es, cs in place; sc is work space; writes dg and out."""
-    w = wp.tid()
+    Reads m, cm; updates st, rs, es, cs in place; sc is work space; writes dg and out.
+    Thread k runs world w0 + k (the driver may split the worlds into ranges, one per CPU thread).
+
+    Recorded velocities and forces of a frame are central (outputs.py): they are written after
+    the first step of the next frame. lookahead != 0: take only that step for frame f0 (the
+    driver restores the state afterwards)."""
+    w = wp.tid() + w0
     if dg.status[w] != 0:
         return
     f0 = counter[0]
-    for f in range(n_frames):
+    nf = n_frames
+    if lookahead != 0:
+        nf = 1
+    for f in range(nf):
         for s in range(substeps):
-            if advance_step(m, st, rs, es, sc, dg, cm, cs, w, t0 + wp.float64((f0 + f) * substeps + s) * h, h,
-                            tol) == 0:
+            t = t0 + wp.float64((f0 + f) * substeps + s) * h
+            if s == 0 and out.derived != 0:
+                save_prev(out, st.vel, st.omega, m.n_bodies, w)
+            if advance_step(m, st, rs, es, sc, dg, cm, cs, w, t, h, tol) == 0:
                 return
+            if s == 0 and out.derived != 0:
+                record_derived(out, m.el, m.row_k[w], m.row_c[w], m.row_value[w], m.row_tv[w], m.gravity[w],
+                               m.inv_mass[w], m.inv_inertia[w], st.vel, st.omega,
+                               sc.lam, sc.act, sc.jl1, sc.ja1, m.n_bodies, m.n_rows, w, f0 + f, t, es.hnow[w])
+                if lookahead != 0:
+                    return
             if check_world(m, st, dg, w, (f0 + f) * substeps + s + 1) != 0:
                 return
         for b in range(m.n_bodies):
@@ -986,6 +981,9 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
             out.rot[f0 + f + 1, w, b] = st.rot[w, b]
         for k in range(m.el.n_motors):  # motor efforts of the frame's last step
             out.eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / h
+        if out.want_world != 0:
+            out.resid[f0 + f + 1, w] = dg.frame_error[w]
+        dg.frame_error[w] = wp.float64(0.0)
 
 
 @wp.kernel
@@ -995,23 +993,28 @@ def bump_counter(counter: wp.array(dtype=wp.int32), n: int):
 
 @wp.kernel
 def assemble_worlds(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
-                    sc: Scratch, dg: Diagnostics, out: FrameOutput, tol: wp.float64):
+                    sc: Scratch, dg: Diagnostics, out: FrameOutput, tol: wp.float64, w0: int):
     """Project the initial positions onto the hard constraints (velocities untouched); the
     result is frame 0 of out. Reads m, cm; updates st, rs, es, cs in place; writes dg and out."""
-    w = wp.tid()
+    w = wp.tid() + w0
+    dg.frame_error[w] = wp.float64(0.0)
     step_world(m, st, rs, es, sc, dg, cm, cs, w, wp.float64(1.0), tol, 1)
     for b in range(m.n_bodies):
         out.pos[0, w, b] = st.pos[w, b]
         out.rot[0, w, b] = st.rot[w, b]
+    if out.want_world != 0:
+        out.resid[0, w] = dg.frame_error[w]
+    dg.frame_error[w] = wp.float64(0.0)
 
 
 @wp.kernel
-def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h: wp.float64, t0: wp.float64):
+def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h: wp.float64, t0: wp.float64,
+                   w0: int):
     """Leapfrog start of the element forces, after assembly: the velocities become
     v(-h/2) = v(0) - h/2 M^-1 F(0) for the force elements, force motors, sliding friction and
     loads (the host already did it for gravity), and every law row's state is initialised:
     f_{-1/2} = f(g(0), gdot(0)), unwrapped angle, rate; velocity-motor references; stick flags."""
-    w = wp.tid()
+    w = wp.tid() + w0
     el = m.el
     es.tnow[w] = t0
     es.hnow[w] = h
@@ -1023,8 +1026,8 @@ def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h
         sc.vstar[w, b] = z
         sc.mom[w, b] = z
         v = st.vel[w, b]
-        if m.inv_mass[b] > wp.float64(0.0):
-            v = v + half * m.gravity  # back to v(0)
+        if m.inv_mass[w, b] > wp.float64(0.0):
+            v = v + half * m.gravity[w]  # back to v(0)
         sc.vel1[w, b] = v
     for i in range(m.n_rows):
         mode = m.row_mode[i]
@@ -1049,28 +1052,33 @@ def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h
             law = el.law[i]
             if law == W_LAW_EFFORT:
                 imp = time_fn(el, int(el.fn[i]), t0)
+            elif law == W_LAW_ARMATURE:
+                # a spring mass's weight; its inertia needs no start: gdot_{-1/2} = gdot(0)
+                # with the bodies' v(-h/2) from their own masses makes the first step's
+                # velocity v(0) + h/2 a(0) with the particle's inertia included (forces.md)
+                imp = el.preload[i]
             elif law != W_LAW_ARMATURE and not (kind == ROW_DIST and g < W_LINE_EPS):
-                f, dfg, dfv = law_force(el, i, m.row_k[i], m.row_c[i], m.row_value[i], m.row_tv[i], g, gd, t0, 0)
+                f, dfg, dfv = law_force(el, i, m.row_k[w, i], m.row_c[w, i], m.row_value[w, i], m.row_tv[w, i], g, gd, t0, 0)
                 es.fprev[w, i] = f
                 imp = f
         elif mode == MODE_FRICTION:
             if wp.abs(gd) <= W_STICK_SPEED:
                 es.stick[w, i] = 1
             elif el.couple[i] < 0:
-                imp = -el.fdynamic[i] * wp.sign(gd)
+                imp = -el.fdynamic[w, i] * wp.sign(gd)
         if imp != wp.float64(0.0):
             c = -half * imp
             if b0 >= 0:
-                sc.dv[w, b0] = sc.dv[w, b0] + (c * m.inv_mass[b0]) * jl0
+                sc.dv[w, b0] = sc.dv[w, b0] + (c * m.inv_mass[w, b0]) * jl0
                 sc.dL[w, b0] = sc.dL[w, b0] + c * ja0
             if b1 >= 0:
-                sc.dv[w, b1] = sc.dv[w, b1] + (c * m.inv_mass[b1]) * jl1
+                sc.dv[w, b1] = sc.dv[w, b1] + (c * m.inv_mass[w, b1]) * jl1
                 sc.dL[w, b1] = sc.dL[w, b1] + c * ja1
     if el.n_loads > 0:
-        apply_loads(el, st.pos, st.rot, m.inv_mass, sc.vstar, sc.mom, w, t0, -half)
+        apply_loads(el, st.pos, st.rot, m.inv_mass[w], sc.vstar, sc.mom, w, t0, -half)
     for b in range(m.n_bodies):
-        if m.inv_mass[b] > wp.float64(0.0):
+        if m.inv_mass[w, b] > wp.float64(0.0):
             q = st.rot[w, b]
             st.vel[w, b] = st.vel[w, b] + sc.dv[w, b] + sc.vstar[w, b]
             lb = wp.quat_rotate_inv(q, sc.dL[w, b] + sc.mom[w, b])
-            st.omega[w, b] = st.omega[w, b] + wp.quat_rotate(q, cmul(m.inv_inertia[b], lb))
+            st.omega[w, b] = st.omega[w, b] + wp.quat_rotate(q, cmul(m.inv_inertia[w, b], lb))

@@ -94,6 +94,7 @@ class AxialSpringDampers:
     velocity_offset: np.ndarray = field(default_factory=_f)  # m/s
     force: np.ndarray = field(default_factory=_f)  # N
     active: np.ndarray = field(default_factory=_i)  # 1 / 0
+    user_law: list[str] = field(default_factory=list)  # mbd:userLaw per element ("" = linear law)
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -112,6 +113,7 @@ class RotationalSpringDampers:
     local_pos1: np.ndarray = field(default_factory=lambda: _f(0, 3))
     local_rot1: np.ndarray = field(default_factory=lambda: _f(0, 4))
     laws: PackedLaws = field(default_factory=lambda: pack_laws([]))
+    user_law: list[str] = field(default_factory=list)  # mbd:userLaw per element ("" = packed law)
 
     def __len__(self) -> int:
         return len(self.paths)

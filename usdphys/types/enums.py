@@ -13,9 +13,10 @@ class RowKind(IntEnum):
 
     LIN = 0  # e0[axis] . (P1 - P0): translation of frame 1 along an axis of frame 0
     PERP = 1  # e0[a] . e1[b] (axis = 3 a + b): keeps two frame axes perpendicular
-    TWIST = 2  # angle of frame 1 about e0[axis] (radians)
+    TWIST = 2  # angle of frame 1 about e0[axis]; 3..5: about e1[axis - 3]; 6..8: x-y-z sequence angle (rad; model.dof_row)
     DIST = 3  # |P1 - P0|
     LIN1 = 4  # e1[axis] . (P1 - P0): along an axis of frame 1 (revolute-translational joint)
+    POINT = 5  # e_world[axis] . ((1 - value) P0 + value P1): a point on the line P0 P1 (spring mass)
 
 
 class RowMode(IntEnum):
@@ -35,7 +36,7 @@ class RowLaw(IntEnum):
     NONE = 0
     LINEAR = 1  # f = P - k (g - x0) - c (gdot - v0)
     PACKED = 2  # TSDA / RSDA curves and maps (types.laws.PackedLaws)
-    AXIAL = 3  # Exudyn-style axial law, built in or a user Warp function
+    USER = 3  # a user Warp function (mbd:userLaw) of (t, g, gdot - v0, k, c, x0): f = P - law
     ARMATURE = 4  # impulse -a (gdot_{n+1/2} - gdot_{n-1/2})
     EFFORT = 5  # force motor: impulse h u(t_n)
 
@@ -82,6 +83,9 @@ class ShapeType(IntEnum):
     BOX = 3
     CYLINDER = 4
     CONVEX = 5
+    ELLIPSOID = 6  # semi-axes along the shape's X, Y, Z
+    CONE = 7  # a frustum about +Z: bottom radius, half height, top radius (0: a cone)
+    MESH = 8  # a triangle mesh, static only (BVH mid-phase)
 
 
 class TimeFunctionKind(IntEnum):

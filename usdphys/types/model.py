@@ -17,7 +17,8 @@ consumes; motors, bushings and contact add rows of the same kinds, and
 force elements go into a parallel force table evaluated in the solver's predictor.
 
 Per-world data (the initial state) has a leading world axis W; the model description is
-shared by all worlds.
+shared by all worlds, except the values of the parameters in usdphys.types.params, which
+``set_parameter`` may give per world (``world_parameters``).
 """
 from __future__ import annotations
 
@@ -25,14 +26,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from usdphys.math3d import matrix_to_quat, quat_conj, quat_mul, quat_rotate, quat_to_matrix
+from usdphys.math3d import quat_conj, quat_mul, quat_rotate
 from usdphys.types.enums import Composite, RowKind, RowMode
 
 DOF_NAMES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 
 # short names for the enum members, as the row-building code below uses them
 ROW_LIN, ROW_PERP, ROW_TWIST, ROW_DIST, ROW_LIN1 = RowKind.LIN, RowKind.PERP, RowKind.TWIST, RowKind.DIST, RowKind.LIN1
-ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1")
+ROW_POINT = RowKind.POINT
+ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1", "point")
 MODE_EQUAL, MODE_LOWER, MODE_UPPER, MODE_SOFT = RowMode.EQUAL, RowMode.LOWER, RowMode.UPPER, RowMode.SOFT
 MODE_LAW, MODE_FRICTION = RowMode.LAW, RowMode.FRICTION
 COMPOSITE_NONE = Composite.NONE
@@ -130,6 +132,13 @@ class Model:
     contact_method: str = "nsc"
     contact_exclude: list | None = None
 
+    # per-world parameters (usdphys.types.params): name -> (W, ...) SI values; a name not here is
+    # the Model's own value in every world. Set with set_parameter, read with parameter.
+    world_parameters: dict = field(default_factory=dict)
+    # where parameter entries came from in the stage: "prim path.attribute" -> params.ParamSource
+    # (filled by the reader; a study maps attribute overrides through it)
+    param_sources: dict = field(default_factory=dict)
+
     # stage facts the recorder needs
     meters_per_unit: float = 1.0
     kilograms_per_unit: float = 1.0
@@ -212,44 +221,30 @@ class Model:
         for name in ("body_pos", "body_rot", "body_lin_vel", "body_ang_vel"):
             arr = getattr(self, name)
             setattr(out, name, np.repeat(arr[:1], worlds, axis=0).copy())
+        # per-world parameters follow the state: world 0's values in every world
+        out.world_parameters = {k: np.repeat(v[:1], worlds, axis=0) for k, v in self.world_parameters.items()}
         return out
 
-    def add_point_mass(self, body: int, point, mass: float) -> None:
-        """Lump a point mass (kg) at `point` (m, body PRIM frame) into body `body`.
+    # ---------------------------------------------------------------- per-world parameters
+    def set_parameter(self, name: str, values, index=None) -> None:
+        """Per-world values of a parameter (usdphys.types.params.PARAMETERS), SI: `values` is
+        (W, ...) or one value for every world; `index` picks an entry (int or prim path; for
+        per-DOF arrays a (joint, dof) tuple, dof an int or 'rotZ'...)."""
+        from usdphys.types.params import set_parameter
 
-        Mass, centre of mass, principal inertia and axes are recomputed (parallel-axis
-        theorem); the initial COM velocity is moved to the new centre of mass. Used for the
-        spring mass of MbdSpringDamper (docs/forces.md). A point mass on the world is dropped.
-        """
-        if body < 0 or mass <= 0:
-            return
-        p = np.asarray(point, float).reshape(3)
-        m0 = float(self.body_mass[body])
-        c0 = self.body_com_pos[body].copy()
-        R = quat_to_matrix(self.body_com_rot[body])
-        I0 = R @ np.diag(self.body_inertia[body]) @ R.T  # about c0, prim axes
-        m1 = m0 + mass
-        c1 = (m0 * c0 + mass * p) / m1
+        set_parameter(self, name, values, index)
 
-        def shift(m, d):
-            return m * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+    def parameter(self, name: str) -> np.ndarray:
+        """(W, ...) values of a parameter each world simulates."""
+        from usdphys.types.params import parameter
 
-        I1 = I0 + shift(m0, c0 - c1) + shift(mass, p - c1)
-        w, v = np.linalg.eigh(I1)
-        if np.linalg.det(v) < 0:
-            v[:, 2] *= -1
-        self.body_mass = self.body_mass.copy()
-        self.body_inertia = self.body_inertia.copy()
-        self.body_com_pos = self.body_com_pos.copy()
-        self.body_com_rot = self.body_com_rot.copy()
-        self.body_mass[body] = m1
-        self.body_inertia[body] = np.maximum(w, 1e-12 * max(float(np.max(w)), 1e-30))
-        self.body_com_pos[body] = c1
-        self.body_com_rot[body] = matrix_to_quat(v)
-        # the COM velocity of the new centre: v + w x (R_prim (c1 - c0))
-        arm = quat_rotate(self.body_rot[:, body], c1 - c0)
-        self.body_lin_vel = self.body_lin_vel.copy()
-        self.body_lin_vel[:, body] += np.cross(self.body_ang_vel[:, body], arm)
+        return parameter(self, name)
+
+    def world(self, w: int) -> "Model":
+        """World w alone: a single-world Model with its initial state and parameters."""
+        from usdphys.types.params import world_model
+
+        return world_model(self, w)
 
     # ---------------------------------------------------------------- frames
     def com_state(self):
@@ -326,7 +321,7 @@ class Model:
             for d in range(6):
                 if locked[d]:
                     continue
-                kind, axis = (ROW_LIN, d) if d < 3 else (ROW_TWIST, d - 3)
+                kind, axis = dof_row(locked, d)
                 lo, hi = self.joint_lower[j, d], self.joint_upper[j, d]
                 if np.isfinite(lo):
                     add(kind, axis, MODE_LOWER, lo)
@@ -349,6 +344,29 @@ class Model:
             q0=arr(8, shape=(4,)), p1=arr(9, shape=(3,)), q1=arr(10, shape=(4,)), stiffness=arr(11),
             damping=arr(12), target_vel=arr(13), max_force=arr(14), accel=arr(15, np.int32),
         )
+
+
+def dof_row(locked, d: int) -> tuple[int, int]:
+    """(row kind, axis) that measures free DOF d of a joint whose locked DOFs are `locked`.
+
+    Translations are measured along e0[d], rotations as the twist about e0[d - 3], except the
+    second axis of a Cardan (universal) joint: with exactly one rotation i locked, the joint
+    rotates about e0[i+1] and then about e1[i+2] (the perpendicular row keeps those two axes at
+    90 deg), so that angle is measured about e1[i+2] (TWIST axis + 3). Both angles are then exact
+    at any deflection; measured about e0 instead, the second would be singular when the first
+    reaches +-90 deg. Three free rotations are the angles of the x-y-z sequence (TWIST axis + 6),
+    as MuJoCo's three hinges in one body and Newton's D6: exact, except that the x and z angles
+    are undefined where the y angle reaches +-90 deg (gimbal lock).
+    """
+    if d < 3:
+        return ROW_LIN, d
+    a = d - 3
+    lock_rot = [r for r in range(3) if locked[3 + r]]
+    if not lock_rot:
+        return ROW_TWIST, a + 6
+    if len(lock_rot) == 1 and a == (lock_rot[0] + 2) % 3:
+        return ROW_TWIST, a + 3
+    return ROW_TWIST, a
 
 
 def _unit(q) -> np.ndarray:

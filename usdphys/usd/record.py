@@ -141,16 +141,104 @@ def _merge_missing(src: Sdf.Layer, dst: Sdf.Layer) -> None:
         visit(child.path)
 
 
+def add_channels(stage: Usd.Stage, layer: Sdf.Layer, channels, world: int, meters_per_unit: float) -> None:
+    """Recorded quantities of one world as time samples (time code = frame index).
+
+    Body velocities go to UsdPhysics' own physics:velocity / physics:angularVelocity (vector3f,
+    stage distance units per second and degrees per second, world axes, the centre of mass's
+    velocity: what usdphys' reader takes as an initial velocity). Every other quantity is a
+    custom double / double3 (bool for limit flags) attribute usdphys:out:<name> in the units its
+    customData['units'] states: SI, angles in degrees (docs/recording.md)."""
+    for ch in channels:
+        prim = stage.GetPrimAtPath(ch.prim)
+        spec = layer.GetPrimAtPath(ch.prim)
+        if not spec:
+            spec = Sdf.CreatePrimInLayer(layer, ch.prim)
+            # a prim the input lacks (world values of a stage with neither scene nor default prim)
+            spec.specifier = Sdf.SpecifierOver if prim else Sdf.SpecifierDef
+            if not prim:
+                spec.typeName = "Scope"
+        values = np.asarray(ch.values)[:, world]
+        if ch.usd_name.startswith("physics:"):
+            scale = 1.0 / meters_per_unit if ch.unit == "m/s" else 1.0
+            attr = Sdf.AttributeSpec(spec, ch.usd_name, Sdf.ValueTypeNames.Vector3f)
+            for f in range(values.shape[0]):
+                layer.SetTimeSample(attr.path, float(f), Gf.Vec3f(*(values[f] * scale)))
+            continue
+        if ch.unit == "1":
+            attr = Sdf.AttributeSpec(spec, ch.attribute, Sdf.ValueTypeNames.Bool, Sdf.VariabilityVarying, True)
+            convert = bool
+        elif ch.is_vector:
+            attr = Sdf.AttributeSpec(spec, ch.attribute, Sdf.ValueTypeNames.Double3, Sdf.VariabilityVarying, True)
+            convert = lambda v: Gf.Vec3d(*v)  # noqa: E731
+        else:
+            attr = Sdf.AttributeSpec(spec, ch.attribute, Sdf.ValueTypeNames.Double, Sdf.VariabilityVarying, True)
+            convert = float
+        attr.customData = {"units": ch.unit, "quantity": ch.quantity, "group": ch.group}
+        for f in range(values.shape[0]):
+            layer.SetTimeSample(attr.path, float(f), convert(values[f]))
+
+
 def write_result(stage: Usd.Stage, body_paths, positions, orientations, fps, output_path, meters_per_unit,
-                 input_path=None, extra_layer: Sdf.Layer | None = None) -> Path:
+                 input_path=None, extra_layer: Sdf.Layer | None = None, channels=(), world: int = 0) -> Path:
     """Build the layer and write it atomically; never overwrites the input.
 
     extra_layer (e.g. the session layer holding SNAP's solved transforms) is merged under
     the time samples, so the result shows the same assembled stage the solver saw.
+    channels: recorded quantities (usdphys.types.recording.Channel) written for `world`.
     """
     out = check_output_path(output_path, input_path or stage.GetRootLayer().realPath)
     layer = build_layer(stage, body_paths, positions, orientations, fps, out, meters_per_unit)
+    if channels:
+        add_channels(stage, layer, channels, world, meters_per_unit)
     if extra_layer is not None:
         _merge_missing(extra_layer, layer)
     export_layer_atomic(layer, out)
     return out
+
+
+def read_channels(path: str | os.PathLike):
+    """The recorded quantities of a result layer (add_channels' attributes, read from the
+    layer alone, not the composed stage): (times in seconds, [Channel]) with values
+    (frames, 1[, 3]) in the table's units (SI, degrees)."""
+    from usdphys.types.recording import OUT_NAMESPACE, Channel
+
+    layer = Sdf.Layer.FindOrOpen(os.fspath(path))
+    if layer is None:
+        raise UsdphysError(f"{path}: cannot open as a USD layer")
+    fps = float(layer.timeCodesPerSecond or 24.0)
+    mpu = float(layer.pseudoRoot.GetInfo("metersPerUnit")) if layer.pseudoRoot.HasInfo("metersPerUnit") else 0.01
+    channels, frames = [], 0
+    velocity = {"physics:velocity": ("velocity", "bodies", "velocity", "m/s", mpu),
+                "physics:angularVelocity": ("angularVelocity", "bodies", "angular velocity", "deg/s", 1.0)}
+
+    def visit(spec):
+        nonlocal frames
+        for prop in spec.properties:
+            name = prop.name
+            if not isinstance(prop, Sdf.AttributeSpec):
+                continue
+            times = layer.ListTimeSamplesForPath(prop.path)
+            if not times:
+                continue
+            if name in velocity:
+                short, group, quantity, unit, scale = velocity[name]
+            elif name.startswith(OUT_NAMESPACE):
+                data = dict(prop.customData)
+                short, group, quantity, unit, scale = (name[len(OUT_NAMESPACE):], data.get("group", ""),
+                                                       data.get("quantity", ""), data.get("units", ""), 1.0)
+            else:
+                continue
+            vals = np.asarray([np.asarray(layer.QueryTimeSample(prop.path, t), float) for t in times]) * scale
+            frames = max(frames, len(times))
+            channels.append(Channel(str(spec.path), short, group, quantity, unit, vals.reshape(len(times), 1, -1)
+                                    if vals.ndim == 2 else vals.reshape(len(times), 1), usd_name=name))
+        for child in spec.nameChildren:
+            visit(child)
+
+    for child in layer.pseudoRoot.nameChildren:
+        visit(child)
+    if not channels:
+        raise UsdphysError(f"{path}: no recorded quantities (physics:velocity or {OUT_NAMESPACE}* time samples); "
+                           "simulate with --record")
+    return np.arange(frames) / fps, channels

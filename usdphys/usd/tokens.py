@@ -107,6 +107,7 @@ class Tokens:
     mbdTimeStep = 'mbd:timeStep'
     MbdTorque = 'MbdTorque'
     mbdTorque = 'mbd:torque'
+    mbdUserLaw = 'mbd:userLaw'
     mbdVelocityOffset = 'mbd:velocityOffset'
     mbdYoungModulus = 'mbd:youngModulus'
     newtonArmature = 'newton:armature'

@@ -30,6 +30,7 @@ from pxr import Sdf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError, warn
 from usdphys.types.model import Model
+from usdphys.types.params import add_source, drop_sources
 from usdphys.usd.gfconv import vec3
 from usdphys.usd.reader.bodies import read_bodies, world_scale
 from usdphys.usd.reader.joints import read_joints
@@ -49,6 +50,7 @@ class StageDefaults:
 
     time_step: float | None = None
     end_time: float | None = None
+    scene_path: str | None = None  # the PhysicsScene used (gravity); recorded world quantities go there
 
 
 from usdphys.usd.stage import open_stage  # noqa: E402,F401  (one opener for every command; kept importable here)
@@ -149,6 +151,7 @@ def _read_scene(stage: Usd.Stage, scenes: list, model: Model, defaults: StageDef
         warn(f"{source}: no PhysicsScene; using standard gravity 9.81 m/s^2 along -{up}")
         return
     spath, sdesc = scenes[0]
+    defaults.scene_path = str(spath)
     if len(scenes) > 1:
         warner(spath, "scenes", f"{len(scenes)} PhysicsScene prims; using this one for gravity for every body")
     gdir = vec3(sdesc.gravityDirection)
@@ -156,8 +159,11 @@ def _read_scene(stage: Usd.Stage, scenes: list, model: Model, defaults: StageDef
     gdir = gdir / n if n > 0 else -up_vec
     gmag = float(sdesc.gravityMagnitude)
     # usd-core reports an unauthored magnitude as -inf: the standard value
-    gmag = gmag * mpu if math.isfinite(gmag) and gmag >= 0 else STANDARD_GRAVITY
+    authored = math.isfinite(gmag) and gmag >= 0
+    gmag = gmag * mpu if authored else STANDARD_GRAVITY
     model.gravity = gdir * gmag
+    if authored:
+        add_source(model, str(spath), "physics:gravityMagnitude", "gravity", (), gdir * mpu)
     sprim = stage.GetPrimAtPath(spath)
     for name, field in _SIMULATION_DEFAULTS:
         attr = sprim.GetAttribute(name)
@@ -184,14 +190,29 @@ def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged:
     elements = read_elements(stage, body_index, lambda p: joints.get(p, -1),
                              lambda p: world_scale(stage.GetPrimAtPath(p)))
     remap_elements(elements, merged)
-    sd = elements.spring_dampers
-    for e in range(len(sd)):
-        # Multibody.jl Spring(m, lengthFraction): lumped into the two ends (docs/forces.md)
-        m, lam = float(sd.spring_mass[e]), float(sd.spring_mass_fraction[e])
-        if m > 0:
-            model.add_point_mass(int(sd.body0[e]), sd.local_pos0[e], m * (1.0 - lam))
-            model.add_point_mass(int(sd.body1[e]), sd.local_pos1[e], m * lam)
     model.elements = elements
+    _record_element_sources(model, elements)
+
+
+def _record_element_sources(model: Model, el) -> None:
+    """Per-world parameter provenance of the spring-damper attributes (usdphys.types.params)."""
+    from usdphys.types.elements import DEG, PER_DEG_TO_PER_RAD
+
+    u = el.units
+    specs = (
+        (el.spring_dampers, "spring", ((Tokens.mbdStiffness, "stiffness", u.mass), (Tokens.mbdDamping, "damping", u.mass),
+                                       (Tokens.mbdRestLength, "rest_length", u.length))),
+        (el.axial_spring_dampers, "axial_spring", ((Tokens.mbdStiffness, "stiffness", u.mass),
+                                                   (Tokens.mbdDamping, "damping", u.mass),
+                                                   (Tokens.mbdOffset, "offset", u.length))),
+        (el.rotational_spring_dampers, "rotational_spring",
+         ((Tokens.mbdStiffness, "stiffness", u.torque * PER_DEG_TO_PER_RAD),
+          (Tokens.mbdDamping, "damping", u.torque * PER_DEG_TO_PER_RAD), (Tokens.mbdRestAngle, "rest_angle", DEG))),
+    )
+    for table, prefix, attrs in specs:
+        for path in table.paths:
+            for attr, field, scale in attrs:
+                add_source(model, path, str(attr), f"{prefix}.{field}", (path,), scale)
 
 
 def _read_contact(stage, model: Model, index: dict, by_type: dict) -> None:
@@ -241,3 +262,21 @@ def _read_contact(stage, model: Model, index: dict, by_type: dict) -> None:
                             table.filtered_pairs.add((min(i, j), max(i, j)))
     model.shapes = table if len(table) else None
     model.contact_exclude = sorted(exclude)
+    if model.shapes is not None:
+        _record_material_sources(stage, model, table)
+
+
+def _record_material_sources(stage, model: Model, table) -> None:
+    """Per-world parameter provenance of the physics materials: each attribute feeds every
+    shape bound to the material (a dynamic friction authored alone is the static one too)."""
+    for s, mpath in enumerate(getattr(table, "material_paths", None) or []):
+        if mpath is None:
+            continue
+        api = UsdPhysics.MaterialAPI(stage.GetPrimAtPath(mpath))
+        shape = table.paths[s]
+        add_source(model, mpath, "physics:dynamicFriction", "shape.dynamic_friction", (shape,))
+        add_source(model, mpath, "physics:restitution", "shape.restitution", (shape,))
+        static_from_dynamic = (not api.GetStaticFrictionAttr().HasAuthoredValue()
+                               and api.GetDynamicFrictionAttr().HasAuthoredValue())
+        add_source(model, mpath, "physics:dynamicFriction" if static_from_dynamic else "physics:staticFriction",
+                   "shape.static_friction", (shape,))

@@ -338,6 +338,7 @@ class _Reader:
                 raise UsdphysError(f"{_where(prim, Tokens.mbdAxis)} is the zero vector")
             active = prim.GetAttribute(Tokens.mbdActive).Get()
             out.paths.append(str(prim.GetPath()))
+            out.user_law.append(_user_law(prim))
             rows.append((
                 i0, i1, self.point(prim, Tokens.mbdLocalPos0, path0), self.point(prim, Tokens.mbdLocalPos1, path1),
                 quat_rotate(self.static_rotation(path0), axis / norm),
@@ -374,6 +375,7 @@ class _Reader:
                 label=str(prim.GetPath()),
             ))
             out.paths.append(str(prim.GetPath()))
+            out.user_law.append(_user_law(prim))
             b0.append(i0)
             b1.append(i1)
             p0.append(self.point(prim, Tokens.mbdLocalPos0, path0))
@@ -582,6 +584,12 @@ def free_dofs(joint: Usd.Prim) -> tuple[str, ...]:
 
 # newton-usd-schemas' scalar attributes (newton:armature shares our per-DOF name)
 _SCALAR_NEWTON = (Tokens.newtonArmature, NEWTON_FRICTION, NEWTON_DAMPING)
+def _user_law(prim: Usd.Prim) -> str:
+    """mbd:userLaw: the name of a law the simulation supplies ("" = the element's own law)."""
+    value = prim.GetAttribute(Tokens.mbdUserLaw).Get()
+    return str(value).strip() if value else ""
+
+
 _ELEMENT_TYPES = (Tokens.MbdSpringDamper, Tokens.MbdAxialSpringDamper, Tokens.MbdRotationalSpringDamper, Tokens.MbdForce, Tokens.MbdTorque, Tokens.MbdMotor)
 
 

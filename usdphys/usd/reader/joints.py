@@ -17,6 +17,7 @@ from pxr import Gf, Usd, UsdGeom, UsdPhysics
 from usdphys.errors import UsdphysError
 from usdphys.math3d import quat_mul, quat_rotate
 from usdphys.types.model import COMPOSITE_REVOLUTE_SPHERICAL, COMPOSITE_REVOLUTE_TRANSLATIONAL, Model
+from usdphys.types.params import add_source
 from usdphys.usd.gfconv import quat_xyzw, unit_quat_xyzw, vec3
 from usdphys.usd.reader.shapes import AXIS_INDEX
 from usdphys.usd.tokens import Tokens
@@ -133,27 +134,32 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
     ang_unit_force = kpu * mpu * mpu  # stage torque unit in N m
     lin_unit_force = kpu * mpu  # stage force unit in N
 
-    def set_drive(dof, drv):
+    sources = []  # (attribute, parameter, dof or None, scale): per-world parameter provenance
+
+    def set_drive(dof, drv, instance):
         if drv is None or not drv.enabled:
             return
         if dof >= 3:  # angular: per degree -> per radian
-            k[dof] = drv.stiffness / DEG * (1.0 if drv.acceleration else ang_unit_force)
-            c[dof] = drv.damping / DEG * (1.0 if drv.acceleration else ang_unit_force)
-            tp[dof] = drv.targetPosition * DEG
-            tv[dof] = drv.targetVelocity * DEG
-            fmax[dof] = drv.forceLimit * ang_unit_force
+            gain = (1.0 if drv.acceleration else ang_unit_force) / DEG
+            target, force = DEG, ang_unit_force
         else:
-            k[dof] = drv.stiffness * (1.0 if drv.acceleration else lin_unit_force / mpu)
-            c[dof] = drv.damping * (1.0 if drv.acceleration else lin_unit_force / mpu)
-            tp[dof] = drv.targetPosition * mpu
-            tv[dof] = drv.targetVelocity * mpu
-            fmax[dof] = drv.forceLimit * lin_unit_force
+            gain = 1.0 if drv.acceleration else lin_unit_force / mpu
+            target, force = mpu, lin_unit_force
+        k[dof] = drv.stiffness * gain
+        c[dof] = drv.damping * gain
+        tp[dof] = drv.targetPosition * target
+        tv[dof] = drv.targetVelocity * target
+        fmax[dof] = drv.forceLimit * force
         if drv.acceleration:
             accel[dof] = True
         if k[dof] < 0 or c[dof] < 0:
             raise UsdphysError(f"{path}: drive stiffness and damping must be >= 0")
+        for attr, name, scale in (("stiffness", "drive_stiffness", gain), ("damping", "drive_damping", gain),
+                                  ("targetPosition", "drive_target_pos", target),
+                                  ("targetVelocity", "drive_target_vel", target), ("maxForce", "drive_max_force", force)):
+            sources.append((f"drive:{instance}:physics:{attr}", f"joint.{name}", dof, scale))
 
-    def set_limit(dof, lim, unit):
+    def set_limit(dof, lim, unit, attrs):
         lo = lim.lower
         hi = lim.upper
         if math.isfinite(lo) and math.isfinite(hi) and lo > hi:  # UsdPhysics: low > high locks the DOF
@@ -161,8 +167,10 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
             return
         if math.isfinite(lo):
             lower[dof] = lo * unit
+            sources.append((attrs[0], "joint.lower", dof, unit))
         if math.isfinite(hi):
             upper[dof] = hi * unit
+            sources.append((attrs[1], "joint.upper", dof, unit))
 
     if tname in _COMPOSITE_TYPES:
         comp = _COMPOSITE_TYPES[tname]
@@ -186,8 +194,8 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
             locked[:] = True
             locked[ax] = False
             dof, unit = ax, mpu
-        set_limit(dof, d.limit, unit)
-        set_drive(dof, d.drive)
+        set_limit(dof, d.limit, unit, ("physics:lowerLimit", "physics:upperLimit"))
+        set_drive(dof, d.drive, "angular" if kind == "RevoluteJoint" else "linear")
     elif kind == "SphericalJoint":
         locked[:3] = True
         cone0 = prim.GetAttribute(UsdPhysics.Tokens.physicsConeAngle0Limit).Get() if prim else None
@@ -198,8 +206,10 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
         is_distance = True
         if d.minEnabled and d.limit.lower >= 0:
             dmin = d.limit.lower * mpu
+            sources.append(("physics:minDistance", "joint.min_distance", None, mpu))
         if d.maxEnabled and d.limit.upper >= 0:
             dmax = d.limit.upper * mpu
+            sources.append(("physics:maxDistance", "joint.max_distance", None, mpu))
         if not (np.isfinite(dmin) or np.isfinite(dmax)):
             warner(path, "distance", "distance joint with neither min nor max distance authored constrains nothing")
     elif kind == "D6Joint":
@@ -210,18 +220,20 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
                 warner(path, f"limit-{name}", f"limit on DOF '{name}' is not supported; ignored")
                 continue
             dof = _DOF_INDEX[name]
-            set_limit(dof, pair.second, DEG if dof >= 3 else mpu)
+            set_limit(dof, pair.second, DEG if dof >= 3 else mpu, (f"limit:{name}:physics:low", f"limit:{name}:physics:high"))
         for pair in d.jointDrives:
             name = str(pair.first).split(".")[-1]
             if name not in _DOF_INDEX:
                 warner(path, f"drive-{name}", f"drive on DOF '{name}' is not supported; ignored")
                 continue
-            set_drive(_DOF_INDEX[name], pair.second)
+            set_drive(_DOF_INDEX[name], pair.second, name)
         free_rot = int(np.sum(~locked[3:]))
         rot_limited = any(np.isfinite(lower[3 + a]) or np.isfinite(upper[3 + a]) for a in range(3) if not locked[3 + a])
-        if free_rot > 1 and rot_limited:
-            warner(path, "rotlimit", "rotation limits on a joint with several free rotations use per-axis twist "
-                                     "angles (exact only while the other free rotations are small)")
+        middle_reach = not (np.isfinite(lower[4]) and np.isfinite(upper[4]) and max(-lower[4], upper[4]) < np.pi / 2)
+        if free_rot == 3 and middle_reach and any(np.isfinite(v) for v in (lower[3], upper[3], lower[5], upper[5])):
+            warner(path, "rotlimit", "rotX / rotZ limits on a joint with three free rotations are angles of the "
+                                     "x-y-z sequence, undefined where rotY reaches +-90 deg (its range allows it): "
+                                     "limit rotY inside (-90, 90) deg")
     else:
         warner(path, "joint", f"joint type {kind} is not simulated; ignored")
         return
@@ -229,3 +241,5 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
                     drive_stiffness=k, drive_damping=c, drive_target_pos=tp, drive_target_vel=tv,
                     drive_max_force=fmax, drive_accel=accel, dist_min=dmin, dist_max=dmax,
                     is_distance=is_distance)
+    for attr, name, dof, scale in sources:
+        add_source(model, str(path), attr, name, (str(path),) if dof is None else (str(path), dof), scale)

@@ -15,8 +15,8 @@ parent, the last one's in the child). The merged joint's frame 0 takes the hinge
 order as its x, y, z: two hinges a, b -> x = a, y = b, z = a x b, the generic joint's Cardan row
 (rotZ locked) keeps x on body 0 perpendicular to y on body 1, exactly MuJoCo's universal joint;
 a third hinge must lie along +-z (with -z its coordinate, limits and drive change sign). Three
-hinges leave the rotation free (a ball): the motion is exact, the per-axis limits and drives use
-the solver's twist angles. Slides must come before every hinge (MuJoCo moves a slide's axis with
+hinges leave the rotation free (a ball); their limits and drives act on the angles of the x-y-z
+sequence, which are MuJoCo's three hinge coordinates (model.dof_row). Slides must come before every hinge (MuJoCo moves a slide's axis with
 the rotations applied before it) and lie along the frame's axes.
 
 A stack that does not fit (axes not orthogonal, hinges at different anchors, a slide after a
