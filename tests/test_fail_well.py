@@ -163,7 +163,10 @@ def test_estimate_counts_poses_efforts_and_matrices():
     need, rows = sim_module.memory_estimate(model, frames=99, worlds=4)
     poses = 100 * 4 * 1 * 7 * 8 * sim_module.POSE_COPIES
     assert rows == 5  # a revolute joint: 3 positions + 2 rotations
-    assert need == poses + 100 * 4 * 1 * 8 * 2 + rows * rows * 2 * 8 * 4
+    # the factor's pattern of one joint's rows (all on one body): its whole lower triangle
+    entries = rows * (rows + 1) // 2
+    solver = (entries * 2 * 8 + rows * sim_module.BYTES_PER_ROW + 1 * sim_module.BYTES_PER_BODY) * 4
+    assert need == poses + 100 * 4 * 1 * 8 * 2 + solver
     with pytest.raises(UsdphysError, match="fewer worlds"):
         sim_module.check_memory(model, 99, 4, available=need - 1)
     assert sim_module.check_memory(model, 99, 4, available=need) == need

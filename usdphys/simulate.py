@@ -33,6 +33,13 @@ MAX_FRAMES = 1e9
 MAX_STEPS = 1e10
 # Result arrays held at once: the solver's frame buffer, its host copy and the prim-frame poses.
 POSE_COPIES = 3
+# Per-world solver vectors (usdphys/solver/io.py, forces.py, contact.py), rounded up: per row
+# 8 vec3d + 8 float64 + 4 int32 of scratch, 3 float64 of warm-start history, 10 float64 + 1 int32
+# of element state, 2 float64 of contact coupling (396 bytes); per body 7 vec3d + a quaternion +
+# a 3x3 matrix of scratch, the state and the contact pass's velocity buffers (~530 bytes). Checked
+# against the arrays a solver allocates per world (benchmarks/bench_scale.py: chain-300, 945 KB).
+BYTES_PER_ROW = 400
+BYTES_PER_BODY = 560
 
 
 @dataclass
@@ -131,16 +138,22 @@ def memory_estimate(model: Model, frames: int, worlds: int, record: bool = False
     """(bytes, rows): what a run allocates that grows with frames, worlds and rows.
 
     Poses: (frames + 1) x worlds x bodies x (3 + 4) float64, held POSE_COPIES times; motor
-    efforts likewise (twice); the solver's two dense per-world matrices (A and its factor):
-    rows^2 x 2 x 8 bytes x worlds. Rows are the joints' rows plus at least one per force
-    element (a lower bound: some elements take more). record: recorded quantities too, per
-    frame and world about 6 numbers per body, 18 per joint (6 DOFs' coordinate, rate and flag;
-    force and torque), 4 per row and 3 more (docs/recording.md), held twice (device and host).
+    efforts likewise (twice); per world, the solver's row system: A and its LDL factor hold
+    only the entries of the factor's sparse pattern (usdphys.types.rowgraph: every pair of rows
+    that share a body, plus the fill of closed loops), 2 x 8 bytes each, plus BYTES_PER_ROW of
+    row vectors (Jacobians, impulses, residuals, element state) and BYTES_PER_BODY of body
+    vectors. Rows are the joints' rows plus at least one per force element (a lower bound:
+    some elements take more; the pattern is the joint rows'). record: recorded quantities too,
+    per frame and world about 6 numbers per body, 18 per joint (6 DOFs' coordinate, rate and
+    flag; force and torque), 4 per row and 3 more (docs/recording.md), held twice (device and host).
     """
     import dataclasses
 
+    from usdphys.types.rowgraph import row_pattern
+
     bodies = max(model.body_count, 1)
-    rows = model.constraint_rows().count
+    joint_rows = model.constraint_rows()
+    rows = joint_rows.count
     motors = 0
     el = model.elements
     if el is not None and dataclasses.is_dataclass(el):
@@ -150,13 +163,14 @@ def memory_estimate(model: Model, frames: int, worlds: int, record: bool = False
             if "motor" in f.name:
                 motors += n
     rows = max(rows, 1)
+    entries = row_pattern(joint_rows.b0, joint_rows.b1).count + (rows - joint_rows.count)
     poses = (frames + 1) * worlds * bodies * (3 + 4) * 8 * POSE_COPIES
     efforts = (frames + 1) * worlds * max(motors, 1) * 8 * 2
-    matrices = rows * rows * 2 * 8 * worlds
+    solver = (entries * 2 * 8 + rows * BYTES_PER_ROW + bodies * BYTES_PER_BODY) * worlds
     recorded = 0
     if record:
         recorded = (frames + 1) * worlds * (6 * bodies + 18 * model.joint_count + 4 * rows + 3) * 8 * 2
-    return poses + efforts + matrices + recorded, rows
+    return poses + efforts + solver + recorded, rows
 
 
 def _size(n: float) -> str:
@@ -176,7 +190,7 @@ def check_memory(model: Model, frames: int, worlds: int, available: int | None =
     if available is not None and need > available:
         raise UsdphysError(
             f"this run needs about {_size(need)} of memory ({frames + 1} frames x {worlds} world(s) x "
-            f"{model.body_count} bodies of poses, {rows}x{rows} solver matrices per world) but "
+            f"{model.body_count} bodies of poses, the solver's {rows}-row system per world) but "
             f"{_size(available)} is available; lower it with fewer frames (--fps, --duration) or "
             "fewer worlds (--worlds)" + (", or record fewer groups (--record)" if record else ""))
     return need

@@ -52,7 +52,55 @@ def test_state_of_many_worlds_repeats_a_one_world_model(fourbar):
 def test_scratch_starts_without_a_factorisation(fourbar):
     dm = io.put_model(fourbar, "cpu")
     sc = io.make_scratch(dm, 2, "cpu")
-    assert sc.A.shape == (2, dm.row_count, dm.row_count)
+    # A and its factor hold only the pattern's entries per world: every pair of rows that
+    # share a body (plus the loop's fill), fewer than the dense lower triangle
+    assert sc.A.shape == sc.Lf.shape == (2, dm.pattern.count)
+    b0, b1, R = np.asarray(dm.rows.b0), np.asarray(dm.rows.b1), dm.row_count
+    shared = sum(1 for i in range(R) for j in range(i + 1) if {b0[i], b1[i]} & {b0[j], b1[j]} - {-1})
+    assert shared <= dm.pattern.count < R * (R + 1) // 2
     np.testing.assert_array_equal(sc.fage.numpy(), [-1, -1])
     out = io.make_output(dm, 2, 5, "cpu")
     assert out.pos.shape == (6, 2, fourbar.body_count) and out.eff.shape == (6, 2, 1)
+
+
+def _array_bytes(obj, seen) -> int:
+    import warp as wp
+
+    total = 0
+    for name in dir(obj):
+        if name.startswith("_"):
+            continue
+        v = getattr(obj, name)
+        if isinstance(v, wp.array) and id(v) not in seen:
+            seen.add(id(v))
+            total += v.capacity
+        elif hasattr(v, "_cls"):  # a nested Warp struct
+            total += _array_bytes(v, seen)
+    return total
+
+
+def test_memory_estimate_covers_what_a_world_allocates():
+    # a hanging chain of 40 rods on revolute joints: what one more world costs the solver (state,
+    # scratch, diagnostics) is what usdphys.simulate.memory_estimate charges per world, to 10 %
+    from usdphys.simulate import memory_estimate
+    from usdphys.solver import Solver
+    from usdphys.types.model import Model
+
+    m = Model()
+    m.gravity = np.array([0.0, 0.0, -9.81])
+    prev = -1
+    for k in range(40):
+        b = m.add_body(f"/rod{k}", 1.0, [1e-3, 1e-3, 1e-9], pos=[0.0, 0.0, -0.1 * k - 0.05])
+        m.add_joint(f"/j{k}", prev, b, pos0=[0.0, 0.0, 0.0] if prev < 0 else [0.0, 0.0, -0.05],
+                    pos1=[0.0, 0.0, 0.05], locked=[True, True, True, True, False, True])
+        prev = b
+
+    def per_world(worlds):
+        s = Solver(m.replicate(worlds), "cpu")
+        seen = set()
+        return sum(_array_bytes(x, seen) for x in (s.st, s.rs, s.es, s.cs, s.sc, s.dg))
+
+    allocated = per_world(2) - per_world(1)
+    charged = memory_estimate(m, 0, 2)[0] - memory_estimate(m, 0, 1)[0]
+    poses = 1 * 40 * 7 * 8 * 3 + 8 * 2  # one frame of poses and efforts per world, not solver memory
+    assert 0.9 * (charged - poses) <= allocated <= charged - poses

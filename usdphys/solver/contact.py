@@ -30,6 +30,7 @@ import warp as wp
 from usdphys.errors import warn
 
 from usdphys.solver.narrowphase import BOX, PLANE, SPHERE, Contacts, ShapeData, allocate_contacts, any_perp, collide_pair, max_contacts, pair_context, pair_in_reach, shape_data, shape_world
+from usdphys.solver.ldl import RowPattern
 from usdphys.solver.ldl import ldl_solve as ldl_solve_rows
 
 wp.set_module_options({"enable_backward": False})
@@ -470,13 +471,13 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
 
 @wp.func
 def project_joints(w: int, nr: int, act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
-                   row_b1: wp.array(dtype=wp.int32), row_first: wp.array(dtype=wp.int32),
+                   row_b1: wp.array(dtype=wp.int32), pat: RowPattern,
                    jl0: wp.array2d(dtype=wp.vec3d),
                    ja0: wp.array2d(dtype=wp.vec3d), jl1: wp.array2d(dtype=wp.vec3d),
                    ja1: wp.array2d(dtype=wp.vec3d), wl0: wp.array2d(dtype=wp.vec3d),
                    wa0: wp.array2d(dtype=wp.vec3d), wl1: wp.array2d(dtype=wp.vec3d),
                    wa1: wp.array2d(dtype=wp.vec3d), sdiag: wp.array2d(dtype=wp.float64),
-                   Lf: wp.array3d(dtype=wp.float64), Dg: wp.array2d(dtype=wp.float64),
+                   Lf: wp.array2d(dtype=wp.float64), Dg: wp.array2d(dtype=wp.float64),
                    res: wp.array2d(dtype=wp.float64), dv: wp.array2d(dtype=wp.vec3d),
                    dw: wp.array2d(dtype=wp.vec3d), acc: wp.array2d(dtype=wp.float64)):
     """Joint block of the block Gauss-Seidel: impulses that make the joint rows' velocity
@@ -492,7 +493,7 @@ def project_joints(w: int, nr: int, act: wp.array2d(dtype=wp.int32), row_b0: wp.
                 r = r + wp.dot(jl1[w, i], dv[w, b1]) + wp.dot(ja1[w, i], dw[w, b1])
             r = r + sdiag[w, i] * acc[w, i]
         res[w, i] = -r
-    ldl_solve_rows(Lf, Dg, row_first, res, w, nr)
+    ldl_solve_rows(Lf, Dg, pat, res, w, nr)
     for i in range(nr):
         if act[w, i] != 1:
             continue
@@ -610,13 +611,13 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
 def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
                   vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), nr: int,
                   act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
-                  row_b1: wp.array(dtype=wp.int32), row_first: wp.array(dtype=wp.int32),
+                  row_b1: wp.array(dtype=wp.int32), pat: RowPattern,
                   jl0: wp.array2d(dtype=wp.vec3d),
                   ja0: wp.array2d(dtype=wp.vec3d), jl1: wp.array2d(dtype=wp.vec3d),
                   ja1: wp.array2d(dtype=wp.vec3d), wl0: wp.array2d(dtype=wp.vec3d),
                   wa0: wp.array2d(dtype=wp.vec3d), wl1: wp.array2d(dtype=wp.vec3d),
                   wa1: wp.array2d(dtype=wp.vec3d), sdiag: wp.array2d(dtype=wp.float64),
-                  Lf: wp.array3d(dtype=wp.float64), Dg: wp.array2d(dtype=wp.float64),
+                  Lf: wp.array2d(dtype=wp.float64), Dg: wp.array2d(dtype=wp.float64),
                   res: wp.array2d(dtype=wp.float64)):
     """Projected Gauss-Seidel over the contacts, joints re-imposed after every sweep; then
     restitution (Poisson: e times each impacting contact's compression impulse, all at once)
@@ -626,9 +627,9 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass
         used = sweep + 1
         dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0)
         if nr > 0:
-            project_joints(w, nr, act, row_b0, row_b1, row_first, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+            project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
                            res, cs.dv, cs.dw, cs.jlam)
-            project_joints(w, nr, act, row_b0, row_b1, row_first, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+            project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
                            res, cs.pv, cs.pw, cs.pjlam)
         if dmax <= cm.tol:
             break
@@ -654,7 +655,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass
     if bounced != 0:
         for sweep in range(cm.max_sweeps):
             if nr > 0:
-                project_joints(w, nr, act, row_b0, row_b1, row_first, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
+                project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
                                Dg, res, cs.dv, cs.dw, cs.jlam)
             used = used + 1
             if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1) <= cm.tol:

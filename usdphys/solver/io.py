@@ -31,11 +31,12 @@ from usdphys.errors import UsdphysError
 from usdphys.solver import forces, outputs
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
-from usdphys.solver.ldl import row_envelope
+from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
 from usdphys.types.model import MODE_EQUAL, Model, RowTable
 from usdphys.types.params import ROW_PARAMETERS, base_values, check_world_parameters, world_model
+from usdphys.types.rowgraph import RowPattern, row_pattern
 
 
 @dataclass
@@ -60,6 +61,7 @@ class DeviceModel:
     inv_mass: np.ndarray  # (B,) world 0's; 0 for kinematic or massless bodies (the same bodies in every world)
     body_count: int
     row_count: int
+    pattern: RowPattern  # the row system's elimination order and factor pattern (host copy)
     user_laws: tuple = ()  # Warp functions compiled into the kernels (forces.install_user_laws)
     gravity: np.ndarray = field(default=None)  # (W, 3) each world's gravity
     layout: str = "world_major"  # of the per-world arrays (world_array)
@@ -290,7 +292,9 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     partner = np.asarray(elements.extra["partner"], np.int32)
     m.row_partner = _arr(_pad(partner, Rn, 0) if R else np.full(1, -1, np.int32), wp.int32, dev)
     m.row_ratio = _arr(_pad(np.asarray(elements.extra["ratio"], float), Rn, 0), wp.float64, dev)
-    m.row_first = _arr(_pad(row_envelope(rows.b0, rows.b1, partner), Rn, 0), wp.int32, dev)
+    # elimination order and factor pattern (sparse LDL); a coupling row touches its partner's bodies
+    pattern = row_pattern(rows.b0, rows.b1, partner)
+    m.pat = put_pattern(pattern, dev)
     m.row_p0 = _arr(_pad(rows.p0, Rn, 3), wp.vec3d, dev)
     m.row_q0 = _arr(_pad(rows.q0, Rn, 4), wp.quatd, dev)
     m.row_p1 = _arr(_pad(rows.p1, Rn, 3), wp.vec3d, dev)
@@ -322,7 +326,7 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     # law / friction rows, whose diagonals or active sets change) and nothing collides
     m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and cm.n_pairs == 0)
     return DeviceModel(data=m, contact=cm, rows=rows, elements=elements, contact_info=contact_info,
-                       inv_mass=_pad(inv_mass[0], Bn, 0), body_count=B, row_count=R,
+                       inv_mass=_pad(inv_mass[0], Bn, 0), body_count=B, row_count=R, pattern=pattern,
                        user_laws=user_laws, gravity=np.broadcast_to(gravity, (W, 3)).copy(),
                        layout=layout)
 
@@ -373,15 +377,16 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
     sc.iinv = wp.zeros((W, Bn), dtype=wp.mat33d, device=dev)
     for name in ("jl0", "ja0", "jl1", "ja1", "wl0", "wa0", "wl1", "wa1"):
         setattr(sc, name, wp.zeros((W, Rn), dtype=wp.vec3d, device=dev))
-    for name in ("g0", "sdiag", "sshift", "sinv", "lam", "res", "D"):
+    for name in ("g0", "sdiag", "sshift", "sinv", "lam", "res", "D", "ly"):
         setattr(sc, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
     sc.act = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
     sc.keep = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
     sc.rank_indep = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
     sc.rank_hard = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
     sc.rank_age = wp.full(W, -1, dtype=wp.int32, device=dev)
-    sc.A = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
-    sc.Lf = wp.zeros((W, Rn, Rn), dtype=wp.float64, device=dev)
+    nnz = max(device_model.pattern.count, 1)  # A and its factor: the pattern's entries only
+    sc.A = wp.zeros((W, nnz), dtype=wp.float64, device=dev)
+    sc.Lf = wp.zeros((W, nnz), dtype=wp.float64, device=dev)
     sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)
     sc.rfresh = wp.zeros(W, dtype=wp.int32, device=dev)
     sc.conv_err = wp.zeros(W, dtype=wp.float64, device=dev)

@@ -1,4 +1,4 @@
-"""In-kernel dense LDL^T factorisation and solve on per-world scratch matrices.
+"""In-kernel sparse LDL^T factorisation and solve of the constraint-row system, per world.
 
 Rows with act != 1 are skipped (inactive or clamped); a pivot that falls below a relative
 tolerance times its diagonal marks a row linearly dependent on earlier rows (redundant
@@ -12,11 +12,15 @@ A = G M^-1 G^T over the independent rows with only a round-off guard (FACTOR_TOL
 it on A itself mixes in M^-1: a thin rod (axial inertia 1e-6 of the transverse) spreads A's
 diagonal over six orders, and round-off then passes for independence or the other way round.
 
-Envelope (skyline) storage: row i of A is zero left of column first[i] (the first row that
-shares a body with it; `row_envelope`), and LDL^T makes no fill-in left of the envelope, so
-the loops start there. Entries of Lf outside the envelope are never written (they stay 0);
-columns of skipped or dropped rows are written as 0, so the solves need no pivot tests.
-The arithmetic is the same as a dense LDL^T with those tests: only exact zeros are skipped.
+Sparse storage (usdphys.types.rowgraph, computed once on the host): rows are eliminated in
+the order perm, and each world stores only the entries of the factor's pattern (A's pattern
+plus fill), row-wise with the diagonal last: [world, entry] arrays, linear in the number of
+bodies for trees. The factorisation is up-looking (row by row; L[i,j] from the sorted merge of
+rows i and j), the back substitution runs over a column-wise index of the same entries. Entries
+of skipped or dropped rows' columns are written as 0, so the solves need no pivot tests. The
+arithmetic is that of a dense LDL^T in the order perm with only exact zeros skipped, in the
+same order of summation: in the rows' own order the results are those of the dense method bit
+for bit.
 """
 from __future__ import annotations
 
@@ -37,85 +41,107 @@ FACTOR_TOL = wp.constant(wp.float64(1.0e-13))
 REG = wp.constant(wp.float64(1.0e-12))
 
 
-def row_envelope(b0, b1, partner=None) -> np.ndarray:
-    """first[i] = the smallest j <= i whose row shares a body (index >= 0) with row i. A row
-    with a partner (a coupling row, step.py) also touches its partner's bodies."""
-    b0 = np.asarray(b0).reshape(-1)
-    b1 = np.asarray(b1).reshape(-1)
-    first = np.arange(len(b0), dtype=np.int32)
-    seen: dict[int, int] = {}  # body -> first row that touches it
-    for i in range(len(b0)):
-        bodies = [int(b0[i]), int(b1[i])]
-        p = -1 if partner is None or len(partner) == 0 else int(partner[i])
-        if p >= 0:
-            bodies += [int(b0[p]), int(b1[p])]
-        for b in bodies:
-            if b >= 0:
-                first[i] = min(first[i], seen.setdefault(b, i))
-    return first
+@wp.struct
+class RowPattern:
+    """The factor's pattern (usdphys.types.rowgraph.RowPattern) on the device: perm / pos
+    (position <-> row), lrow / lcol (row-wise entries, diagonal last; lcol holds rows),
+    crow / ccol / cat (column-wise index of the strictly lower entries), diag (row -> its
+    diagonal entry), ldot / lstop (the range of each entry's sum in its column's row), li / lj /
+    lshare (each entry's two rows and the bodies they share, for assembling A)."""
+    perm: wp.array(dtype=wp.int32)
+    pos: wp.array(dtype=wp.int32)
+    lrow: wp.array(dtype=wp.int32)
+    lcol: wp.array(dtype=wp.int32)
+    crow: wp.array(dtype=wp.int32)
+    ccol: wp.array(dtype=wp.int32)
+    cat: wp.array(dtype=wp.int32)
+    diag: wp.array(dtype=wp.int32)
+    ldot: wp.array(dtype=wp.int32)
+    lstop: wp.array(dtype=wp.int32)
+    li: wp.array(dtype=wp.int32)
+    lj: wp.array(dtype=wp.int32)
+    lshare: wp.array(dtype=wp.int32)
+
+
+def put_pattern(pattern, device) -> RowPattern:
+    """Upload a usdphys.types.rowgraph.RowPattern (empty index arrays get one dummy entry)."""
+    p = RowPattern()
+    for name in ("perm", "pos", "lrow", "lcol", "crow", "ccol", "cat", "diag", "ldot", "lstop", "li", "lj",
+                 "lshare"):
+        a = np.asarray(getattr(pattern, name), dtype=np.int32)
+        if a.size == 0:
+            a = np.zeros(1, dtype=np.int32)
+        setattr(p, name, wp.array(a, dtype=wp.int32, device=device))
+    return p
 
 
 @wp.func
-def ldl_factor(A: wp.array3d(dtype=wp.float64), Lf: wp.array3d(dtype=wp.float64),
-               D: wp.array2d(dtype=wp.float64), act: wp.array2d(dtype=wp.int32),
-               sdiag: wp.array2d(dtype=wp.float64), first: wp.array(dtype=wp.int32), w: int, n: int,
-               pivot_tol: wp.float64):
+def ldl_factor(A: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64),
+               D: wp.array2d(dtype=wp.float64), y: wp.array2d(dtype=wp.float64),
+               act: wp.array2d(dtype=wp.int32), sdiag: wp.array2d(dtype=wp.float64), pat: RowPattern,
+               w: int, n: int, pivot_tol: wp.float64):
     """LDL^T of A (+ sdiag on the diagonal) over the rows with act == 1; a pivot below
-    pivot_tol times its diagonal marks a dependent row (D = 0). A may be Lf itself (in place:
-    each entry is read just before its factor entry is written)."""
-    for j in range(n):
-        D[w, j] = wp.float64(0.0)
-        d = wp.float64(0.0)
-        keep = int(0)
-        fj = first[j]
-        if act[w, j] == 1:
-            ajj = A[w, j, j] + sdiag[w, j]
-            d = ajj * (wp.float64(1.0) + REG)
-            for k in range(fj, j):
-                l = Lf[w, j, k]
-                d = d - l * l * D[w, k]
-            if ajj > wp.float64(0.0) and d > pivot_tol * ajj:
-                keep = 1
-        if keep == 0:  # skipped or dependent: a zero column
-            for i in range(j + 1, n):
-                if first[i] <= j:
-                    Lf[w, i, j] = wp.float64(0.0)
+    pivot_tol times its diagonal marks a dependent row (D = 0). A and Lf hold the pattern's
+    entries; A may be Lf itself (in place: each entry is read just before its factor entry is
+    written; the diagonal entries are only read). D is indexed by row. y: a work row (by row),
+    all zero on entry and on return: the row being factorised, scattered, so that each entry's
+    sum runs over the other row's entries without searching."""
+    for p in range(n):
+        i = pat.perm[p]
+        D[w, i] = wp.float64(0.0)
+        e0 = pat.lrow[p]
+        ed = pat.lrow[p + 1] - 1  # the diagonal
+        if act[w, i] != 1:  # skipped: a zero row
+            for e in range(e0, ed):
+                Lf[w, e] = wp.float64(0.0)
             continue
-        D[w, j] = d
-        for i in range(j + 1, n):
-            fi = first[i]
-            if fi > j:
-                continue
-            if act[w, i] != 1:
-                Lf[w, i, j] = wp.float64(0.0)
-                continue
-            s = A[w, i, j]
-            for k in range(wp.max(fi, fj), j):
-                s = s - Lf[w, i, k] * Lf[w, j, k] * D[w, k]
-            Lf[w, i, j] = s / d
+        for e in range(e0, ed):
+            j = pat.lcol[e]
+            dj = D[w, j]
+            l = wp.float64(0.0)  # column of a skipped or dependent row: 0
+            if dj != wp.float64(0.0):
+                s = A[w, e]
+                # L[i,k] (in y, 0 where row i has no entry) against row j's entries, k ascending,
+                # from the first column row i can share (ldot)
+                for f in range(pat.ldot[e], pat.lstop[e]):
+                    k = pat.lcol[f]
+                    s = s - y[w, k] * Lf[w, f] * D[w, k]
+                l = s / dj
+            Lf[w, e] = l
+            y[w, j] = l
+        ajj = A[w, ed] + sdiag[w, i]
+        d = ajj * (wp.float64(1.0) + REG)
+        for e in range(e0, ed):
+            j = pat.lcol[e]
+            l = Lf[w, e]
+            d = d - l * l * D[w, j]
+            y[w, j] = wp.float64(0.0)
+        if ajj > wp.float64(0.0) and d > pivot_tol * ajj:
+            D[w, i] = d
 
 
 @wp.func
-def ldl_solve(Lf: wp.array3d(dtype=wp.float64), D: wp.array2d(dtype=wp.float64),
-              first: wp.array(dtype=wp.int32), x: wp.array2d(dtype=wp.float64), w: int, n: int):
-    """Solve in place: x <- A^-1 x on the rows kept by ldl_factor (others -> 0)."""
-    for i in range(n):
+def ldl_solve(Lf: wp.array2d(dtype=wp.float64), D: wp.array2d(dtype=wp.float64), pat: RowPattern,
+              x: wp.array2d(dtype=wp.float64), w: int, n: int):
+    """Solve in place: x <- A^-1 x on the rows kept by ldl_factor (others -> 0); x by row."""
+    for p in range(n):
+        i = pat.perm[p]
         if D[w, i] == wp.float64(0.0):
             x[w, i] = wp.float64(0.0)
             continue
         s = x[w, i]
-        for k in range(first[i], i):
-            s = s - Lf[w, i, k] * x[w, k]
+        for e in range(pat.lrow[p], pat.lrow[p + 1] - 1):
+            s = s - Lf[w, e] * x[w, pat.lcol[e]]
         x[w, i] = s
     for i in range(n):
         if D[w, i] != wp.float64(0.0):
             x[w, i] = x[w, i] / D[w, i]
-    for ii in range(n):
-        i = n - 1 - ii
+    for pp in range(n):
+        p = n - 1 - pp
+        i = pat.perm[p]
         if D[w, i] == wp.float64(0.0):
             continue
         s = x[w, i]
-        for k in range(i + 1, n):
-            if first[k] <= i:
-                s = s - Lf[w, k, i] * x[w, k]
+        for c in range(pat.crow[p], pat.crow[p + 1]):
+            s = s - Lf[w, pat.cat[c]] * x[w, pat.ccol[c]]
         x[w, i] = s

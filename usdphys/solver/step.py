@@ -31,7 +31,8 @@ from usdphys.solver.forces import (
     time_fn_integral,
 )
 from usdphys.solver.outputs import FrameOutput, record_derived, save_prev
-from usdphys.solver.ldl import FACTOR_TOL, RANK_TOL, ldl_factor, ldl_solve
+from usdphys.solver.ldl import FACTOR_TOL, RANK_TOL, RowPattern, ldl_factor, ldl_solve
+from usdphys.types.rowgraph import COUPLED
 from usdphys.solver.mathx import (
     MODE_EQUAL,
     MODE_FRICTION,
@@ -52,6 +53,7 @@ from usdphys.solver.mathx import (
 
 wp.set_module_options({"enable_backward": False})
 
+SHARE_COUPLED = wp.constant(COUPLED)  # pattern entry with a coupling row: computed in full (coupled_entry)
 MAX_PASSES = wp.constant(6)  # active-set passes per step
 MAX_NEWTON = wp.constant(12)  # Newton iterations per pass
 # Modified Newton across steps (models whose rows are all equal rows, no contact): A = G M^-1 G^T
@@ -105,11 +107,11 @@ class ModelData:
     row_value: wp.array2d(dtype=wp.float64)
     row_b0: wp.array(dtype=wp.int32)
     row_b1: wp.array(dtype=wp.int32)
-    row_first: wp.array(dtype=wp.int32)  # envelope of A: first row sharing a body (ldl.py)
     # coupling rows (q_f + ratio q_l = value): the carrier row holding the leader's Jacobian, or
     # -1; the row's Jacobian is its own plus ratio times the carrier's
     row_partner: wp.array(dtype=wp.int32)
     row_ratio: wp.array(dtype=wp.float64)
+    pat: RowPattern  # elimination order and sparse pattern of the row system's factor (ldl.py)
     row_p0: wp.array(dtype=wp.vec3d)
     row_q0: wp.array(dtype=wp.quatd)
     row_p1: wp.array(dtype=wp.vec3d)
@@ -186,8 +188,10 @@ class Scratch:
     rank_indep: wp.array2d(dtype=wp.int32)
     rank_hard: wp.array2d(dtype=wp.int32)
     rank_age: wp.array(dtype=wp.int32)
-    A: wp.array3d(dtype=wp.float64)
-    Lf: wp.array3d(dtype=wp.float64)
+    # A and its factor: only the entries of the pattern m.pat, [world, entry] (ldl.py)
+    A: wp.array2d(dtype=wp.float64)
+    Lf: wp.array2d(dtype=wp.float64)
+    ly: wp.array2d(dtype=wp.float64)  # [world, row] the factorisation's work row, zero between uses
     D: wp.array2d(dtype=wp.float64)
     fage: wp.array(dtype=wp.int32)  # steps since Lf, D were factorised (-1: none valid)
     rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
@@ -440,7 +444,7 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
             if kind == ROW_TWIST:
                 gun = es.gun[w, i] + wrap_angle(g0 - es.gun[w, i])
             es.gun[w, i] = gun
-            aii = sc.A[w, i, i]
+            aii = sc.A[w, m.pat.diag[i]]
             if aii <= wp.float64(0.0) or (kind == ROW_DIST and g0 < W_LINE_EPS):
                 es.fprev[w, i] = wp.float64(0.0)  # no direction (zero length) or nothing moves
                 continue
@@ -521,7 +525,6 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
     reused while the set of hard active rows is the one it was made for, up to RANK_EVERY
     factorisations; a step that then fails to converge is retried with a fresh one (rank_age
     = -1), so a stale decision can cost time but never a wrong answer."""
-    first = m.row_first
     reuse = int(0)
     if sc.rank_age[w] >= 0 and sc.rank_age[w] < RANK_EVERY:
         reuse = int(1)
@@ -540,28 +543,42 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
         if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
             k = 1
         sc.keep[w, i] = k
-    ldl_factor(sc.A, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, FACTOR_TOL)
+    ldl_factor(sc.A, sc.Lf, sc.D, sc.ly, sc.keep, sc.sdiag, m.pat, w, nr, FACTOR_TOL)
 
 
 @wp.func
 def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
     """Which hard active rows are independent (sc.rank_indep), from the mass-free matrix
-    G S G^T built in Lf's lower triangle and factorised in place (factor_rows says why)."""
-    first = m.row_first
+    G S G^T built in Lf's pattern and factorised in place (factor_rows says why)."""
+    pat = m.pat
     for i in range(nr):
         k = int(0)
         if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
             k = 1
         sc.keep[w, i] = k
         sc.rank_hard[w, i] = k
-    for i in range(nr):
-        if sc.keep[w, i] == 0:
-            continue
-        for j in range(first[i], i + 1):
-            if sc.keep[w, j] == 0:
-                continue
-            sc.Lf[w, i, j] = coupled_entry(m, sc, w, i, j, 1)
-    ldl_factor(sc.Lf, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, RANK_TOL)
+    for e in range(pat.lrow[nr]):
+        # the later row of the two first (li): the same sum, term for term, as the dense method
+        i = pat.li[e]
+        j = pat.lj[e]
+        share = pat.lshare[e]
+        a = wp.float64(0.0)
+        if (share & SHARE_COUPLED) != 0:
+            if sc.keep[w, i] != 0 and sc.keep[w, j] != 0:
+                a = coupled_entry(m, sc, w, i, j, 1)
+        elif share != 0 and sc.keep[w, i] != 0 and sc.keep[w, j] != 0:
+            if (share & 3) != 0 and m.inv_mass[w, m.row_b0[i]] > wp.float64(0.0):
+                if (share & 1) != 0:
+                    a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
+                if (share & 2) != 0:
+                    a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
+            if (share & 12) != 0 and m.inv_mass[w, m.row_b1[i]] > wp.float64(0.0):
+                if (share & 4) != 0:
+                    a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
+                if (share & 8) != 0:
+                    a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
+        sc.Lf[w, e] = a
+    ldl_factor(sc.Lf, sc.Lf, sc.D, sc.ly, sc.keep, sc.sdiag, pat, w, nr, RANK_TOL)
     sc.rank_age[w] = 0
     for i in range(nr):
         indep = int(0)
@@ -622,13 +639,26 @@ def coupled_entry(m: ModelData, sc: Scratch, w: int, i: int, j: int, geo: int) -
 
 @wp.func
 def build_A(m: ModelData, sc: Scratch, w: int):
-    """A = G M^-1 G^T at the step start (only body-sharing pairs are non-zero)."""
-    nr = m.n_rows
-    for i in range(nr):
-        for j in range(i + 1):
+    """A = G M^-1 G^T at the step start, on the factor's pattern (only body-sharing pairs are
+    non-zero; the pattern's fill entries get 0)."""
+    pat = m.pat
+    for e in range(pat.lrow[m.n_rows]):
+        # the later row of the two first (li): the same value as the dense lower triangle
+        i = pat.li[e]
+        j = pat.lj[e]
+        share = pat.lshare[e]  # which bodies the two rows share (0: a fill entry)
+        a = wp.float64(0.0)
+        if (share & SHARE_COUPLED) != 0:
             a = coupled_entry(m, sc, w, i, j, 0)
-            sc.A[w, i, j] = a
-            sc.A[w, j, i] = a
+        if (share & 1) != 0 and (share & SHARE_COUPLED) == 0:
+            a = a + wp.dot(sc.jl0[w, i], sc.wl0[w, j]) + wp.dot(sc.ja0[w, i], sc.wa0[w, j])
+        if (share & 2) != 0 and (share & SHARE_COUPLED) == 0:
+            a = a + wp.dot(sc.jl0[w, i], sc.wl1[w, j]) + wp.dot(sc.ja0[w, i], sc.wa1[w, j])
+        if (share & 4) != 0 and (share & SHARE_COUPLED) == 0:
+            a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
+        if (share & 8) != 0 and (share & SHARE_COUPLED) == 0:
+            a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
+        sc.A[w, e] = a
 
 
 @wp.func
@@ -673,7 +703,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             dg.n_updates[w] = dg.n_updates[w] + 1
             for i in range(nr):
                 sc.res[w, i] = -sc.res[w, i] / h
-            ldl_solve(sc.Lf, sc.D, m.row_first, sc.res, w, nr)
+            ldl_solve(sc.Lf, sc.D, m.pat, sc.res, w, nr)
             for i in range(nr):
                 if sc.act[w, i] == 1:
                     sc.lam[w, i] = sc.lam[w, i] + sc.res[w, i]
@@ -824,7 +854,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             k = m.row_k[w, i]
             c = m.row_c[w, i]
             if m.row_accel[i] != 0:
-                aii = sc.A[w, i, i]
+                aii = sc.A[w, m.pat.diag[i]]
                 if aii > wp.float64(0.0):
                     k = k / aii
                     c = c / aii
@@ -874,7 +904,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         n_c = contact_begin(cm, cs, w, h, nb, m.gravity[w], m.inv_mass[w], st.pos, st.rot, st.vel, st.omega, sc.vel1,
                             sc.omega1, sc.iinv, nr)
         if n_c > 0:
-            contact_solve(cm, cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.row_first,
+            contact_solve(cm, cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.pat,
                           sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
             contact_kick(cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
             solve_rows(m, st, es, sc, dg, w, h, tol, 0)
