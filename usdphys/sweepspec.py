@@ -149,7 +149,15 @@ def load_spec(spec) -> SweepSpec:
             path = tuple(err.absolute_path) + (extra[0],)
             raise doc.error(path, f"unknown key (expected one of: {', '.join(sorted(known))})")
         if err.validator == "anyOf":
-            raise doc.error(tuple(err.absolute_path), "expected a list of numbers or {linspace: [start, stop, count]}")
+            branch = 1 if isinstance(err.instance, dict) else 0  # the form it was meant to be
+            inner = [e for e in err.context if e.relative_schema_path[0] == branch]
+            if isinstance(err.instance, (dict, list)) and inner:
+                err = max(inner, key=lambda e: len(e.absolute_path))
+            else:
+                raise doc.error(tuple(err.absolute_path),
+                                "expected a list of numbers or {linspace: [start, stop, count]}")
+            if err.validator == "additionalProperties":
+                raise doc.error(tuple(err.absolute_path), "unknown key (expected linspace)")
         path, msg = _message(err)
         raise doc.error(path, msg)
     data = doc.data
