@@ -36,8 +36,8 @@ USDPHYS = [sys.executable, "-m", "usdphys.cli"]
 
 
 def spec(n: int, duration: float) -> dict:
-    a = max(1, int(math.sqrt(n)))
-    b = max(1, n // a)
+    a = max(d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0)  # a x b = n exactly
+    b = n // a
     return {"run": {"duration": duration, "fps": 60},
             "grid": {CRANK_MASS: {"linspace": [0.5, 1.5, a]}, SPRING_K: {"linspace": [25.0, 100.0, b]}},
             "metrics": [{"kind": "residual"}, {"kind": "pose", "prim": "/Slider_crank/Bodies/slider"},

@@ -221,7 +221,7 @@ def test_spec_errors_are_one_line_naming_the_key(pendulum, tmp_path, capsys, tex
     assert main(["sweep", str(pendulum), "--spec", str(spec), "-o", str(tmp_path / "out"), "--workers", "1"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("usdphys sweep: error: ") and "\n" not in err and "Traceback" not in err
-    assert not (tmp_path / "out" / "results.csv").exists()
+    assert not (tmp_path / "out").exists()  # nothing written for a bad spec
 
 
 def test_samples_are_reproducible_and_inside_their_ranges():
@@ -249,3 +249,16 @@ def test_ray_and_the_local_pool_write_the_same_table(pendulum, tmp_path):
     ray = sweep(pendulum, spec, tmp_path / "ray", backend="ray", workers=2)
     text = inline.table.read_text()
     assert pool.table.read_text() == text and ray.table.read_text() == text
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--workers", "0"], "workers must be a whole number >= 1, got 0"),
+    (["--address", "ray://head:10001"], "an address is for the ray backend"),
+])
+def test_bad_arguments_are_one_line(pendulum, tmp_path, capsys, extra, expected):
+    spec = _spec_file(tmp_path, "grid:\n  /World/bob.physics:mass: [1]\n")
+    assert main(["sweep", str(pendulum), "--spec", str(spec), "-o", str(tmp_path / "out")] + extra) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"usdphys sweep: error: {expected}" or (err.startswith("usdphys sweep: error: " + expected)
+                                                          and "\n" not in err)
+    assert not (tmp_path / "out").exists()

@@ -379,13 +379,9 @@ def sweep(stage_path, spec, outdir, backend: str = "local", address: str | None 
         raise UsdphysError(f"{out}: exists and is not a folder")
     if not out.parent.resolve().is_dir():
         raise UsdphysError(f"{out}: folder {out.parent} does not exist")
-    out.mkdir(exist_ok=True)
     table = out / RESULTS
     previous = read_results(table) if table.exists() else []
-    layers_dir = None
-    if layers:
-        (out / LAYERS).mkdir(exist_ok=True)
-        layers_dir = str((out / LAYERS).resolve())
+    layers_dir = str((out / LAYERS).resolve()) if layers else None
     local_workers = workers or _cores()
     tasks, variants = plan(str(Path(stage_path).resolve()), spec, {r["hash"] for r in previous}, task_size,
                            local_workers, layers_dir, allow_missing)
@@ -394,6 +390,9 @@ def sweep(stage_path, spec, outdir, backend: str = "local", address: str | None 
     if stale:
         raise UsdphysError(f"{table}: {len(stale)} row(s) belong to another sweep (a different stage file, run "
                            "settings, metrics or override values); choose another output folder or delete it")
+    out.mkdir(exist_ok=True)  # only now: a bad spec or stage leaves nothing behind
+    if layers:
+        (out / LAYERS).mkdir(exist_ok=True)
     rows = {r["hash"]: dict(r, variant=str(ids[r["hash"]])) for r in previous}
     parquet = _has_pyarrow()
     skipped = len(rows)
@@ -404,12 +403,15 @@ def sweep(stage_path, spec, outdir, backend: str = "local", address: str | None 
     pq_path = None
     if not tasks:
         pq_path = write_results(out, spec, list(rows.values()), parquet)
-    for task_rows in runner:
-        for r in task_rows:
-            rows[r["hash"]] = r
-            failed += r["status"] != "ok"
-        pq_path = write_results(out, spec, list(rows.values()), parquet)
-        bar(len(rows), failed)
+    try:
+        for task_rows in runner:
+            for r in task_rows:
+                rows[r["hash"]] = r
+                failed += r["status"] != "ok"
+            pq_path = write_results(out, spec, list(rows.values()), parquet)
+            bar(len(rows), failed)
+    finally:
+        runner.close()  # an interruption stops the pool / cancels the Ray tasks now
     final = sorted(rows.values(), key=lambda r: int(r["variant"]))
     return SweepSummary(table=table, variants=len(variants), ran=len(rows) - skipped, skipped=skipped,
                         failed=sum(r["status"] != "ok" for r in final), tasks=len(tasks),
