@@ -262,3 +262,22 @@ def test_bad_arguments_are_one_line(pendulum, tmp_path, capsys, extra, expected)
     assert err == f"usdphys sweep: error: {expected}" or (err.startswith("usdphys sweep: error: " + expected)
                                                           and "\n" not in err)
     assert not (tmp_path / "out").exists()
+
+
+def test_warnings_land_in_their_variants_row(pendulum, tmp_path, capsys):
+    spec = {"run": {"duration": 0.05, "dt": 1e-3, "fps": 20}, "grid": {"/World/hinge.physics:localPos1[2]": [0.0, 0.01]}}
+    s = sweep(pendulum, spec, tmp_path / "out", workers=1)
+    rows = read_results(s.table)
+    assert rows[0]["warnings"] == "" and s.warned == 1
+    assert rows[1]["warnings"].startswith("/World/hinge: the joint's two frames do not coincide in the input")
+    assert "do not coincide" not in capsys.readouterr().err  # in the table, not repeated on stderr
+
+
+def test_the_ray_backend_without_ray_is_one_line(pendulum, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed: import ray raises ImportError
+    spec = {"grid": {MASS: [1.0]}, "run": {"duration": 0.05}}
+    with pytest.raises(UsdphysError, match=r"^--backend ray needs Ray \(pip install 'usdphys\[ray\]'\)$"):
+        sweep(pendulum, spec, tmp_path / "out", backend="ray")
+    assert not (tmp_path / "out").exists()

@@ -243,6 +243,8 @@ def _sweep(args) -> int:
               workers=args.workers, layers=args.layers, progress=True, allow_missing=args.allow_missing)
     print(f"wrote {s.table}{f' and {s.parquet.name}' if s.parquet else ''}: {s.variants} variants "
           f"({s.ran} run in {s.tasks} task(s), {s.skipped} already done, {s.failed} failed) in {s.wall_s:.1f} s")
+    if s.warned:
+        print(f"{s.warned} variant(s) warned: see the warnings column")
     return EXIT_INCOMPLETE if s.failed else 0
 
 

@@ -35,7 +35,7 @@ from usdphys.sweepspec import Metric, SweepSpec, file_digest, load_spec, parse_k
 RESULTS = "results.csv"
 LAYERS = "layers"
 BACKENDS = ("local", "ray")
-FIXED_COLUMNS = ("variant", "hash", "status", "error")
+FIXED_COLUMNS = ("variant", "hash", "status", "error", "warnings")
 MAX_TASK = 64  # variants per task by default at most: a task is what an interruption can lose
 
 
@@ -62,6 +62,7 @@ class SweepSummary:
     tasks: int
     wall_s: float
     parquet: Path | None = None
+    warned: int = 0  # rows with warnings (their warnings column says which)
     rows: list[dict] = field(default_factory=list, repr=False)
 
 
@@ -113,7 +114,39 @@ def _metrics_of(res, w: int, metrics: list[Metric]) -> dict:
 # ---------------------------------------------------------------------------- worker
 def run_task(task: Task) -> list[dict]:
     """Run one task's variants; every variant gives a row (status 'error' with the message
-    when it fails). Runs in a worker process (local pool or Ray) or in this one."""
+    when it fails). Runs in a worker process (local pool or Ray) or in this one. usdphys'
+    warnings go to the rows' warnings column, not to the worker's stderr (where a thousand
+    variants would repeat them without saying whose they are)."""
+    from usdphys.errors import logger
+
+    handler = _Collect()
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        return _run_task(task, handler)
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+class _Collect:
+    """A logging handler keeping the messages since the last take()."""
+
+    level = 0
+
+    def __init__(self):
+        self.messages: list[str] = []
+
+    def handle(self, record) -> None:
+        self.messages.append(record.getMessage())
+
+    def take(self) -> str:
+        out = "; ".join(dict.fromkeys(" ".join(m.split()) for m in self.messages))
+        self.messages = []
+        return out
+
+
+def _run_task(task: Task, collect: _Collect) -> list[dict]:
     import importlib
 
     import usdphys.usd  # noqa: F401  (schemas registered before any stage exists)
@@ -130,10 +163,12 @@ def run_task(task: Task) -> list[dict]:
         overrides = {k: np.array([v[2][k] for v in task.variants], float) for k in keys}
         try:
             res = simulate_module.simulate(task.stage_path, worlds=len(task.variants), overrides=overrides, **settings)
+            warnings = collect.take()  # the model's: every world of the batch shares them
             for w, variant in enumerate(task.variants):
-                rows.append(_row(task, variant, res, w))
+                rows.append(dict(_row(task, variant, res, w), warnings=warnings))
             return rows
         except UsdphysError:
+            collect.take()
             rows = []  # one world failed the batch: run each alone, so each row gets its own outcome
     stage = None
     for variant in task.variants:
@@ -151,13 +186,14 @@ def run_task(task: Task) -> list[dict]:
             rows.append(_row(task, variant, res, 0))
         except UsdphysError as exc:
             rows.append(_error_row(variant, str(exc)))
+        rows[-1]["warnings"] = collect.take()
     return rows
 
 
 def _row(task: Task, variant, res, w: int) -> dict:
     vid, h, overrides = variant
     try:
-        row = {"variant": str(vid), "hash": h, "status": "ok", "error": ""}
+        row = {"variant": str(vid), "hash": h, "status": "ok", "error": "", "warnings": ""}
         row.update({k: _number(v) for k, v in overrides.items()})
         row.update(_metrics_of(res, w, task.metrics))
         if task.layers_dir is not None:
@@ -169,7 +205,7 @@ def _row(task: Task, variant, res, w: int) -> dict:
 
 def _error_row(variant, message: str) -> dict:
     vid, h, overrides = variant
-    row = {"variant": str(vid), "hash": h, "status": "error", "error": " ".join(message.split())}
+    row = {"variant": str(vid), "hash": h, "status": "error", "error": " ".join(message.split()), "warnings": ""}
     row.update({k: _number(v) for k, v in overrides.items()})
     return row
 
@@ -302,11 +338,16 @@ def _run_local(tasks: list[Task], workers: int):
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _run_ray(tasks: list[Task], address: str | None, workers: int | None):
+def _ray():
     try:
         import ray
     except ImportError:
         raise UsdphysError("--backend ray needs Ray (pip install 'usdphys[ray]')") from None
+    return ray
+
+
+def _run_ray(tasks: list[Task], address: str | None, workers: int | None):
+    ray = _ray()
     started = False
     if not ray.is_initialized():
         kwargs = {"address": address} if address else ({"num_cpus": workers} if workers else {})
@@ -370,6 +411,8 @@ def sweep(stage_path, spec, outdir, backend: str = "local", address: str | None 
         raise UsdphysError("an address is for the ray backend (--backend ray --address ADDR)")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsdphysError(f"workers must be a whole number >= 1, got {workers!r}")
+    if backend == "ray":
+        _ray()  # before anything is planned or written
     stage_path = os.fspath(stage_path)
     if not Path(stage_path).is_file():
         raise UsdphysError(f"{stage_path}: file not found")
@@ -415,7 +458,8 @@ def sweep(stage_path, spec, outdir, backend: str = "local", address: str | None 
     final = sorted(rows.values(), key=lambda r: int(r["variant"]))
     return SweepSummary(table=table, variants=len(variants), ran=len(rows) - skipped, skipped=skipped,
                         failed=sum(r["status"] != "ok" for r in final), tasks=len(tasks),
-                        wall_s=time.perf_counter() - t0, parquet=pq_path, rows=final)
+                        wall_s=time.perf_counter() - t0, parquet=pq_path,
+                        warned=sum(bool(r.get("warnings")) for r in final), rows=final)
 
 
 __all__ = ["BACKENDS", "SweepSummary", "Task", "read_results", "run_task", "sweep", "write_results"]
