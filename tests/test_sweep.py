@@ -281,3 +281,21 @@ def test_the_ray_backend_without_ray_is_one_line(pendulum, tmp_path, monkeypatch
     with pytest.raises(UsdphysError, match=r"^--backend ray needs Ray \(pip install 'usdphys\[ray\]'\)$"):
         sweep(pendulum, spec, tmp_path / "out", backend="ray")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_model_override_times_per_world_parameters_is_one_call_per_model(pendulum, tmp_path, calls):
+    com = "/World/bob.physics:centerOfMass[2]"
+    spec = {"run": {"duration": 0.3, "dt": 1e-3, "fps": 50}, "grid": {com: [-0.5, -1.0], MASS: [1.0, 2.0, 3.0]},
+            "metrics": [{"kind": "joint", "prim": "/World/hinge", "coordinate": "angle", "stats": ["series"]}]}
+    s = sweep(pendulum, spec, tmp_path / "out", workers=1, task_size=6)
+    assert calls == [3, 3]  # two models (centre of mass), each with its three masses as worlds
+    calls.clear()
+    from usdphys.usd.overrides import override_in_session
+    from usdphys.usd.stage import open_stage
+
+    for row in read_results(s.table):
+        stage = open_stage(pendulum)
+        override_in_session(stage, {com: float(row[com])})
+        one = simulate_module.simulate(stage, duration=0.3, dt=1e-3, fps=50, record="joints",
+                                       overrides={MASS: float(row[MASS])})
+        assert json.loads(row[f"{ANGLE}.series [deg]"]) == one.channel("/World/hinge", "coordinate:angle")[:, 0].tolist()

@@ -4,11 +4,13 @@
     summary = sweep("mechanism.usda", "sweep.yaml", "out/")       # out/results.csv (+ .parquet)
     summary = sweep("mechanism.usda", spec_dict, "out/", backend="ray", address="ray://head:10001")
 
-The spec (usdphys.sweepspec) lists variants as attribute overrides in stage units. Variants are
-split into tasks; within a task, variants whose overrides are all per-world parameters
-(Model.param_sources) run as the worlds of one simulate call, the others one model each (the
-overrides authored in the stage's session layer, usdphys.usd.overrides). A task runs in one
-worker process on one thread (threads=1: the pool already uses every core).
+The spec (usdphys.sweepspec) lists variants as attribute overrides in stage units. Overrides
+that are per-world parameters (Model.param_sources: masses, gains, gravity, ...) vary per world;
+the others (a joint frame, a centre of mass, a start pose) change the model, so they are
+authored in the stage's session layer (usdphys.usd.overrides) and the stage is read again.
+Variants with the same model overrides form batches, one simulate call each with a world per
+variant; batches are packed into tasks, and a task runs in one worker process on one thread
+(threads=1: the pool already uses every core).
 
 The table has one row per variant: its id, hash, status ('ok' or 'error'), error, the override
 values and the metrics. It is rewritten atomically after every finished task, so an
@@ -40,16 +42,30 @@ MAX_TASK = 64  # variants per task by default at most: a task is what an interru
 
 
 @dataclass
+class Batch:
+    """Variants that share one model: the same model overrides (`model_keys`' values, authored
+    in the session layer), per-world parameter overrides of their own. One simulate call, one
+    world per variant."""
+
+    model_overrides: dict  # {key: value}: what changes the model itself (empty: the stage as it is)
+    variants: list[tuple[int, str, dict]]  # (id, hash, all of the variant's overrides)
+    world_keys: list[str]  # the keys that are per-world parameters
+
+
+@dataclass
 class Task:
     """What one worker runs: picklable, self-contained (the worker opens the stage itself)."""
 
     stage_path: str
     run: dict
     metrics: list[Metric]
-    variants: list[tuple[int, str, dict]]  # (id, hash, overrides)
-    batched: bool  # every override is a per-world parameter: one simulate call, one world each
+    batches: list[Batch]
     layers_dir: str | None = None
     allow_missing: bool = False
+
+    @property
+    def variants(self) -> list[tuple[int, str, dict]]:
+        return [v for b in self.batches for v in b.variants]
 
 
 @dataclass
@@ -157,37 +173,36 @@ def _run_task(task: Task, collect: _Collect) -> list[dict]:
     groups = "joints" if any(m.kind == "joint" for m in task.metrics) else None
     settings = dict(duration=task.run.get("duration"), dt=task.run.get("dt"), fps=task.run.get("fps"),
                     allow_missing=task.allow_missing, record=groups, threads=1)
-    rows = []
-    if task.batched and len(task.variants) > 1:
-        keys = list(task.variants[0][2])
-        overrides = {k: np.array([v[2][k] for v in task.variants], float) for k in keys}
-        try:
-            res = simulate_module.simulate(task.stage_path, worlds=len(task.variants), overrides=overrides, **settings)
-            warnings = collect.take()  # the model's: every world of the batch shares them
-            for w, variant in enumerate(task.variants):
-                rows.append(dict(_row(task, variant, res, w), warnings=warnings))
-            return rows
-        except UsdphysError:
-            collect.take()
-            rows = []  # one world failed the batch: run each alone, so each row gets its own outcome
     stage = None
-    for variant in task.variants:
-        try:
-            if task.batched:
-                res = simulate_module.simulate(task.stage_path, overrides=variant[2], **settings)
-            else:
-                from usdphys.usd.overrides import override_in_session
-                from usdphys.usd.stage import open_stage
+    rows = []
+    for batch in task.batches:
+        target = task.stage_path
+        if batch.model_overrides:
+            from usdphys.usd.overrides import override_in_session
+            from usdphys.usd.stage import open_stage
 
-                if stage is None:
-                    stage = open_stage(task.stage_path, allow_missing=task.allow_missing)
-                override_in_session(stage, variant[2])
-                res = simulate_module.simulate(stage, **settings)
-            rows.append(_row(task, variant, res, 0))
-        except UsdphysError as exc:
-            rows.append(_error_row(variant, str(exc)))
-        rows[-1]["warnings"] = collect.take()
+            if stage is None:
+                stage = open_stage(task.stage_path, allow_missing=task.allow_missing)
+            override_in_session(stage, batch.model_overrides)  # this batch's model; the input is untouched
+            target = stage
+        rows += _run_batch(simulate_module.simulate, task, target, batch.variants, batch.world_keys, settings, collect)
     return rows
+
+
+def _run_batch(simulate, task: Task, target, variants, world_keys, settings, collect: _Collect) -> list[dict]:
+    """One simulate call with a world per variant; if it fails, each variant alone, so each
+    row gets its own outcome."""
+    W = len(variants)
+    overrides = {k: np.array([v[2][k] for v in variants], float) if W > 1 else variants[0][2][k] for k in world_keys}
+    try:
+        res = simulate(target, worlds=W, overrides=overrides, **settings)
+    except UsdphysError as exc:
+        if W == 1:
+            return [dict(_error_row(variants[0], str(exc)), warnings=collect.take())]
+        collect.take()
+        return [row for v in variants for row in _run_batch(simulate, task, target, [v], world_keys, settings, collect)]
+    warnings = collect.take()  # the model's: every world of the batch shares them
+    return [dict(_row(task, v, res, w), warnings=warnings) for w, v in enumerate(variants)]
 
 
 def _row(task: Task, variant, res, w: int) -> dict:
@@ -307,14 +322,28 @@ def plan(stage_path: str, spec: SweepSpec, done: set[str], task_size: int | None
         if known and m.prim not in info[known[0]]:
             raise UsdphysError(f"{spec.where(f'metrics[{i}]')}.prim: {m.prim} is not a simulated {known[1]} "
                                f"(the stage has: {', '.join(info[known[0]][:6]) or 'none'})")
-    batched = all(parse_key(k)[2] is None and f"{parse_key(k)[0]}.{parse_key(k)[1]}" in info["parameter_keys"]
-                  for k in spec.keys)
+    world_keys = [k for k in spec.keys
+                  if parse_key(k)[2] is None and f"{parse_key(k)[0]}.{parse_key(k)[1]}" in info["parameter_keys"]]
+    model_keys = [k for k in spec.keys if k not in world_keys]
     digest = file_digest(stage_path)
     variants = [(i, variant_hash(v, spec.run, spec.metrics, digest), v) for i, v in enumerate(spec.variants)]
     pending = [v for v in variants if v[1] not in done]
     size = task_size or spec.task_size or max(1, min(MAX_TASK, math.ceil(len(pending) / (4 * max(workers, 1)))))
-    tasks = [Task(stage_path, spec.run, spec.metrics, pending[i:i + size], batched, layers_dir, allow_missing)
-             for i in range(0, len(pending), size)]
+    # variants sharing their model overrides share a model: worlds of one batch
+    groups: dict[tuple, list] = {}
+    for v in pending:
+        groups.setdefault(tuple(v[2][k] for k in model_keys), []).append(v)
+    tasks: list[Task] = []
+    room = 0
+    for values, members in groups.items():
+        model_overrides = dict(zip(model_keys, values))
+        while members:
+            if room == 0:
+                tasks.append(Task(stage_path, spec.run, spec.metrics, [], layers_dir, allow_missing))
+                room = size
+            take, members = members[:room], members[room:]
+            tasks[-1].batches.append(Batch(model_overrides, take, world_keys))
+            room -= len(take)
     return tasks, variants
 
 
