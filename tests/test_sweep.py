@@ -299,3 +299,33 @@ def test_a_model_override_times_per_world_parameters_is_one_call_per_model(pendu
         one = simulate_module.simulate(stage, duration=0.3, dt=1e-3, fps=50, record="joints",
                                        overrides={MASS: float(row[MASS])})
         assert json.loads(row[f"{ANGLE}.series [deg]"]) == one.channel("/World/hinge", "coordinate:angle")[:, 0].tolist()
+
+
+@pytest.mark.slow
+def test_a_terminated_cli_sweep_resumes_where_it_stopped(pendulum, tmp_path):
+    """A real interruption: SIGTERM to `usdphys sweep` once the first tasks are in the table."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = _spec_file(tmp_path, "run: {duration: 1.0, dt: 0.0005, fps: 20}\ntasks: {size: 1}\n"
+                                "grid:\n  /World/bob.xformOp:rotateY: {linspace: [5, 60, 12]}\n")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "usdphys.cli", "sweep", str(pendulum), "--spec", str(spec), "-o", str(out),
+           "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not ((out / "results.csv").exists() and len(read_results(out / "results.csv")) >= 2):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and err.strip().endswith("usdphys sweep: terminated")
+    done = read_results(out / "results.csv")
+    assert 2 <= len(done) < 12
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"{12 - len(done)} run" in again.stdout and f"{len(done)} already done" in again.stdout
+    rows = read_results(out / "results.csv")
+    assert [r["variant"] for r in rows] == [str(i) for i in range(12)]
+    assert [r for r in rows if r["hash"] in {d["hash"] for d in done}] == done  # kept as they were

@@ -359,12 +359,20 @@ def _run_local(tasks: list[Task], workers: int):
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    finished = False
     try:
         futures = [pool.submit(run_task, t) for t in tasks]
         for f in as_completed(futures):
             yield f.result()
+        finished = True
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if not finished:
+            # interrupted (Ctrl-C, SIGTERM, an error): stop the running tasks now rather than wait
+            # for them; their variants are not in the table and run again on the next call
+            # (Python 3.14 has pool.terminate_workers(); before it, the pool's own processes)
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.terminate()
+        pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def _ray():
