@@ -1,17 +1,21 @@
 """usdphys on converted MJCF against native MuJoCo on the original MJCF: body positions after 0.5 s.
 
     python benchmarks/mujoco_fidelity.py [--cache ~/.cache/usdphys-corpus] [--models humanoid,walker,...]
-                                         [--duration 0.5] [--dt 1e-3]
+                                         [--mjcf a.xml,b.xml] [--equality] [--duration 0.5] [--dt 1e-3]
 
 Models: the dm_control suite (from the dm-control wheel unpacked by benchmarks/corpus.py under
 <cache>/unz), converted with mujoco-usd-converter 0.8 (its own venv, <cache>/conv). Both sides run
 the same mechanism (docs: foreign stages, "Comparing with native MuJoCo fairly"): the free joints
 are removed from the MJCF before converting (floating bases welded to the world), contact,
 actuation, friction loss, limits and equality constraints are off (MuJoCo disable flags; USD:
-collisions disabled, joint limits removed in a session layer), joint springs are zeroed in MuJoCo
-(usdphys does not read mjc:stiffness yet), start from qpos0 at rest. MuJoCo: RK4 at dt 1e-4
-(the reference; its own dt convergence is printed). Prints one row per model: the largest and the
-median body-origin difference, and the MuJoCo version used.
+collisions disabled, joint limits removed in a session layer), tendon springs are zeroed in MuJoCo
+(usdphys does not simulate tendons), joint springs, damping and armature stay on both sides, start
+from qpos0 at rest. MuJoCo: RK4 at dt 1e-4 (the reference; its own dt convergence is printed).
+Prints one row per model: the largest and the median body-origin difference, and the MuJoCo version
+used. --mjcf runs your own MJCF files instead of the suite (e.g. the stiff-equality models of
+tests/usd/test_mujoco_joint_fidelity.py); --equality keeps MuJoCo's equality constraints on (usdphys
+simulates connect, weld and the linear joint equality as hard constraints: make them stiff in the
+MJCF, solref 2e-4 / solimp 0.9999, for a tight comparison).
 """
 from __future__ import annotations
 
@@ -36,16 +40,15 @@ def weld_floating(xml: str) -> str:
     return re.sub(r"<joint[^>]*type=\"free\"[^>]*/>", "", xml)
 
 
-def mujoco_positions(xml_path: Path, duration: float, dt: float):
+def mujoco_positions(xml_path: Path, duration: float, dt: float, equality: bool = False):
     import mujoco
 
     m = mujoco.MjModel.from_xml_path(str(xml_path))
     D = mujoco.mjtDisableBit
-    m.opt.disableflags |= int(D.mjDSBL_CONTACT | D.mjDSBL_ACTUATION | D.mjDSBL_FRICTIONLOSS
-                              | D.mjDSBL_LIMIT | D.mjDSBL_EQUALITY)
+    m.opt.disableflags |= int(D.mjDSBL_CONTACT | D.mjDSBL_ACTUATION | D.mjDSBL_FRICTIONLOSS | D.mjDSBL_LIMIT
+                              | (0 if equality else D.mjDSBL_EQUALITY))
     m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
     m.opt.timestep = dt
-    m.jnt_stiffness[:] = 0.0
     m.tendon_stiffness[:] = 0.0
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
@@ -79,6 +82,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/usdphys-corpus"))
     ap.add_argument("--models", default=DEFAULT_MODELS)
+    ap.add_argument("--mjcf", default="", help="comma-separated MJCF files to run instead of the suite")
+    ap.add_argument("--equality", action="store_true", help="keep MuJoCo's equality constraints on")
     ap.add_argument("--duration", type=float, default=0.5)
     ap.add_argument("--dt", type=float, default=1e-3, help="usdphys time step (s)")
     args = ap.parse_args(argv)
@@ -86,7 +91,8 @@ def main(argv=None) -> int:
 
     cache = Path(args.cache)
     suite, conv = cache / SUITE, cache / "conv" / "bin" / "mujoco_usd_converter"
-    if not suite.is_dir() or not conv.exists():
+    files = [Path(f).resolve() for f in args.mjcf.split(",") if f]
+    if not conv.exists() or (not files and not suite.is_dir()):
         print(f"needs {suite} and {conv}: run benchmarks/corpus.py first", file=sys.stderr)
         return 2
     print(f"MuJoCo {mujoco.__version__} (RK4, dt 1e-4) vs usdphys (dt {args.dt:g}) after {args.duration:g} s; "
@@ -95,15 +101,17 @@ def main(argv=None) -> int:
     print("|---|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        shutil.copytree(suite / "common", tmp / "common")
-        for name in args.models.split(","):
-            src = suite / f"{name}.xml"
+        if not files:
+            shutil.copytree(suite / "common", tmp / "common")
+        sources = files or [suite / f"{name}.xml" for name in args.models.split(",")]
+        for src in sources:
+            name = src.stem
             xml = tmp / f"{name}.xml"
             xml.write_text(weld_floating(src.read_text()))
             note = ""
             try:
-                ref = mujoco_positions(xml, args.duration, 1e-4)
-                coarse = mujoco_positions(xml, args.duration, 2e-4)
+                ref = mujoco_positions(xml, args.duration, 1e-4, args.equality)
+                coarse = mujoco_positions(xml, args.duration, 2e-4, args.equality)
                 conv_err = max(np.linalg.norm(coarse[k] - ref[k]) for k in ref)
                 out = tmp / f"{name}_usd"
                 r = subprocess.run([str(conv), str(xml), str(out)], capture_output=True, text=True, timeout=300)

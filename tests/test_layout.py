@@ -155,6 +155,20 @@ ALLOWED_LITERALS = {
         "newton-usd-schemas' scalar joint attribute, not in our schema: tokens.py has no name for it",
     ("usdphys/usd/check.py", "newton:damping"):
         "newton-usd-schemas' scalar joint attribute, not in our schema: tokens.py has no name for it",
+    ("usdphys/usd/check.py", "newton:velocityLimit"):
+        "newton-usd-schemas' scalar joint attribute, not in our schema: tokens.py has no name for it",
+    ("usdphys/usd/check.py", "newton:limitStiffness"):
+        "newton-usd-schemas' scalar joint attribute, not in our schema: tokens.py has no name for it",
+    ("usdphys/usd/check.py", "newton:limitDamping"):
+        "newton-usd-schemas' scalar joint attribute, not in our schema: tokens.py has no name for it",
+    ("usdphys/usd/check.py", "newton:mimicJoint"):
+        "newton-usd-schemas' NewtonMimicAPI relationship, not in our schema: tokens.py has no name for it",
+    ("usdphys/usd/check.py", "newton:mimicEnabled"):
+        "newton-usd-schemas' NewtonMimicAPI attribute, not in our schema: tokens.py has no name for it",
+    ("usdphys/usd/check.py", "newton:mimicCoef0"):
+        "newton-usd-schemas' NewtonMimicAPI attribute, not in our schema: tokens.py has no name for it",
+    ("usdphys/usd/check.py", "newton:mimicCoef1"):
+        "newton-usd-schemas' NewtonMimicAPI attribute, not in our schema: tokens.py has no name for it",
     ("usdphys/usd/schemagen.py", "NewtonJointAPI"):
         "schemagen writes tokens.py: it must not import what it generates (the class it leaves out of plugin/without_newton_joint)",
     ("usdphys/usd/reader/stacked.py", "newton:jointsAddMobility"):

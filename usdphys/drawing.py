@@ -292,7 +292,7 @@ def render(result, output, frames=None, size=DEFAULT_SIZE, geometry: str = "auto
         FigureCanvasAgg(fig)
         for i in range(n):
             draw_frame(fig, scene, cam, i, i, n)
-        write_atomic(out, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png", facecolor="white") or True)
+        write_atomic(out, lambda tmp: fig.savefig(tmp, dpi=DPI, format="png", facecolor="white"))
         return out, cam, scene
 
     from matplotlib import animation

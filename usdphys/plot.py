@@ -123,7 +123,7 @@ def plot(result_path, output_path, what=DEFAULT_WHAT):
     _matplotlib()
     times, channels = load_recording(result_path)
     fig = make_figure(times, channels, what, title=Path(result_path).name)
-    from usdphys.table import atomic_write
+    from usdphys.outfile import write_atomic
 
-    atomic_write(out, lambda tmp: fig.savefig(tmp, format=out.suffix.lower()[1:], dpi=120))
+    write_atomic(out, lambda tmp: fig.savefig(tmp, format=out.suffix.lower()[1:], dpi=120))
     return fig

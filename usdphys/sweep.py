@@ -263,7 +263,7 @@ def _columns(spec: SweepSpec, rows: list[dict]) -> list[str]:
 
 def write_results(outdir: Path, spec: SweepSpec, rows: list[dict], parquet: bool) -> Path | None:
     """results.csv (and results.parquet when pyarrow is there), each written atomically."""
-    from usdphys.table import atomic_write
+    from usdphys.outfile import write_atomic
 
     rows = sorted(rows, key=lambda r: int(r["variant"]))
     cols = _columns(spec, rows)
@@ -274,7 +274,7 @@ def write_results(outdir: Path, spec: SweepSpec, rows: list[dict], parquet: bool
             w.writeheader()
             w.writerows(rows)
 
-    atomic_write(outdir / RESULTS, write_csv)
+    write_atomic(outdir / RESULTS, write_csv)
     if not parquet:
         return None
     import pyarrow as pa
@@ -291,7 +291,7 @@ def write_results(outdir: Path, spec: SweepSpec, rows: list[dict], parquet: bool
             data[c] = pa.array([float(v) if v != "" else None for v in vals], pa.float64())
     table = pa.table(data)
     out = outdir / "results.parquet"
-    atomic_write(out, lambda tmp: pq.write_table(table, tmp))
+    write_atomic(out, lambda tmp: pq.write_table(table, tmp))
     return out
 
 

@@ -8,25 +8,18 @@ from __future__ import annotations
 
 import csv
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from usdphys.errors import UsdphysError
+from usdphys.outfile import check_output_path, write_atomic
 
 TABLE_EXTENSIONS = (".csv", ".parquet")
 
 
 def check_table_path(path: str | os.PathLike, *inputs) -> Path:
-    out = Path(path)
-    if out.suffix.lower() not in TABLE_EXTENSIONS:
-        raise UsdphysError(f"{out}: a table must end in {' or '.join(TABLE_EXTENSIONS)}")
-    if not out.parent.resolve().is_dir():
-        raise UsdphysError(f"{out}: folder {out.parent} does not exist")
-    for inp in inputs:
-        if inp is not None and Path(inp).exists() and out.resolve() == Path(inp).resolve():
-            raise UsdphysError(f"{out}: refusing to overwrite the input file; choose another output")
+    out = check_output_path(path, *inputs, extensions=TABLE_EXTENSIONS)
     if out.suffix.lower() == ".parquet":
         _pyarrow(out)
     return out
@@ -42,27 +35,6 @@ def _pyarrow(path):
     return pyarrow
 
 
-def atomic_write(path: Path, write) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:64]}.", suffix=path.suffix, dir=path.parent)
-    except OSError as exc:
-        raise UsdphysError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    try:
-        os.close(fd)
-        write(tmp)
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise UsdphysError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-
-
 def write_table(path: str | os.PathLike, columns: dict[str, np.ndarray], input_path=None) -> Path:
     """Write ordered columns (name -> (frames,) array) as CSV or Parquet, by the extension."""
     out = check_table_path(path, input_path)
@@ -73,7 +45,7 @@ def write_table(path: str | os.PathLike, columns: dict[str, np.ndarray], input_p
         import pyarrow.parquet as pq
 
         table = pa.table({n: d for n, d in zip(names, data)})
-        atomic_write(out, lambda tmp: pq.write_table(table, tmp))
+        write_atomic(out, lambda tmp: pq.write_table(table, tmp))
     else:
         def write_csv(tmp):
             with open(tmp, "w", newline="", encoding="utf-8") as fh:
@@ -82,7 +54,7 @@ def write_table(path: str | os.PathLike, columns: dict[str, np.ndarray], input_p
                 for row in zip(*data):
                     w.writerow([repr(float(v)) for v in row])  # repr: round-trips every double
 
-        atomic_write(out, write_csv)
+        write_atomic(out, write_csv)
     return out
 
 

@@ -81,3 +81,45 @@ def test_flags_not_honoured_are_named_once(caplog):
     assert len(lines) == 1
     assert "mjc:flag:equality" in lines[0] and "mjc:flag:frictionloss" in lines[0]
     assert "energy" not in lines[0]  # authored true: nothing turned off
+
+
+def test_tendons_and_actuators_are_named_once_per_kind(caplog):
+    """Five actuators and one tendon (mujoco-usd-converter's MjcActuator / MjcTendon prims):
+    one warning per kind with the count and the first three paths shortened."""
+    st = stage("")
+    for i in range(5):
+        st.DefinePrim(f"/Model/Physics/Actuators/motor{i}", "MjcActuator")
+    st.DefinePrim("/Model/Physics/tendon", "MjcTendon")
+    with caplog.at_level(logging.WARNING):
+        read_stage(st)
+    act = [r.getMessage() for r in caplog.records if "actuators" in r.getMessage()]
+    ten = [r.getMessage() for r in caplog.records if "tendons" in r.getMessage()]
+    assert len(act) == 1 and len(ten) == 1
+    assert "5 MuJoCo actuators (.../Actuators/motor0, .../Actuators/motor1, .../Actuators/motor2, ...)" in act[0]
+    assert "1 MuJoCo tendons (.../Physics/tendon)" in ten[0] and "not simulated" in ten[0]
+
+
+def test_higher_order_joint_equality_terms_are_named(caplog):
+    """MjcEqualityJointAPI's quadratic and higher terms: one warning, the coupling stays linear."""
+    st = stage("")
+    st.GetRootLayer().ImportFromString(st.GetRootLayer().ExportToString().replace(
+        'float physics:upperLimit = 0.1', '''float physics:upperLimit = 0.1
+}
+def Xform "box2" (prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsMassAPI"])
+{
+    float physics:mass = 1
+    double3 xformOp:translate = (2, 0, 0.6)
+    uniform token[] xformOpOrder = ["xformOp:translate"]
+}
+def PhysicsPrismaticJoint "follow" (prepend apiSchemas = ["NewtonMimicAPI", "MjcEqualityJointAPI"])
+{
+    uniform token physics:axis = "Z"
+    rel physics:body1 = </box2>
+    point3f physics:localPos0 = (2, 0, 0.6)
+    rel newton:mimicJoint = </slide>
+    uniform double mjc:coef2 = 0.5'''))
+    with caplog.at_level(logging.WARNING):
+        model, _ = read_stage(st)
+    lines = [r.getMessage() for r in caplog.records if "mjc:coef2" in r.getMessage()]
+    assert len(lines) == 1 and "/follow" in lines[0] and "linear" in lines[0]
+    assert len(model.elements.couplings) == 1

@@ -8,12 +8,13 @@ import warp as wp
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
-from usdphys.types.shapes import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE
+from usdphys.types.shapes import (SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID,
+                                  SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE)
 from usdphys.solver.broadphase import candidate_pairs
 from usdphys.usd.reader.shapes import read_shapes
 from usdphys.math3d import rigid_frame
 from usdphys.solver.narrowphase import CollisionPipeline
-from usdphys.math3d import quat_from_matrix
+from usdphys.math3d import quat_from_matrix, quat_to_matrix
 from usdphys.errors import UsdphysError
 
 # Poses go through float USD attributes (xformOp values are authored as double here, but
@@ -126,12 +127,34 @@ def test_nested_scaled_xforms_units_and_canonical_axes():
     assert axes[2] == pytest.approx([0, 0, 1], abs=TOL) and p[2] == pytest.approx(-0.07)
 
 
-def test_scale_the_shape_cannot_take_is_an_error_naming_the_prim():
-    stage = new_stage()
+def test_sphere_under_any_scale_is_an_ellipsoid():
+    # mujoco-usd-converter writes an MJCF ellipsoid as a Sphere under a non-uniform scale; a
+    # non-uniform scale above a rotation (shear) still maps a sphere to an ellipsoid
+    stage = new_stage(mpu=0.01)
     body(xform(stage, "/B"))
-    collider(xform(stage, "/B/Egg", scale=(1, 1, 2), typ=UsdGeom.Sphere))
-    with pytest.raises(UsdphysError, match="/B/Egg.*uniform scale"):
-        read_shapes(stage, body_lookup(stage)[1])
+    egg = collider(xform(stage, "/B/Egg", scale=(1, 1, 2), typ=UsdGeom.Sphere))
+    egg.GetRadiusAttr().Set(10.0)
+    xform(stage, "/B/Squash", scale=(1, 3, 1))
+    collider(xform(stage, "/B/Squash/Ball", rot_xyz=(0, 0, 30), typ=UsdGeom.Sphere))
+    t = read_shapes(stage, body_lookup(stage)[1])
+    assert t.type.tolist() == [SHAPE_ELLIPSOID, SHAPE_ELLIPSOID]
+    axes = np.sort(t.dims[0])
+    assert axes == pytest.approx([0.1, 0.1, 0.2], abs=TOL)
+    # the sheared one: the image of the unit sphere under the prim's linear map a (rows =
+    # local axes' images): its semi-axes are a's singular values, along the rotated axes
+    m = np.array(UsdGeom.XformCache().GetLocalToWorldTransform(stage.GetPrimAtPath("/B/Squash/Ball")))[:3, :3]
+    sv = np.linalg.svd(m, compute_uv=False) * 0.01
+    assert np.sort(t.dims[1]) == pytest.approx(np.sort(sv), abs=TOL)
+    rot = quat_to_matrix(t.local_rot[1])
+    # every surface point of the ellipsoid is the image of a unit-sphere point
+    u = np.random.default_rng(1).normal(size=(50, 3))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    surf = (u * t.dims[1]) @ rot.T  # ellipsoid points in the body frame
+    back = np.linalg.solve(m.T * 0.01, surf.T).T  # preimages under x -> x a
+    assert np.linalg.norm(back, axis=1) == pytest.approx(np.ones(50), abs=1e-9)
+
+
+def test_scale_the_shape_cannot_take_is_an_error_naming_the_prim():
     stage = new_stage()
     body(xform(stage, "/B"))
     collider(xform(stage, "/B/Oval", scale=(1, 2, 1), typ=UsdGeom.Cylinder))  # axis Z, radial x != y
@@ -156,16 +179,17 @@ def test_mirror_scale_and_mesh_hull_and_unsupported_warning(caplog):
     mesh.GetPointsAttr().Set([Gf.Vec3f(*p) for p in pts])
     collider(mesh)
     UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).GetApproximationAttr().Set("convexHull")
-    collider(UsdGeom.Cone.Define(stage, "/B/Cone"))
+    collider(UsdGeom.Capsule_1.Define(stage, "/B/Taper")).GetRadiusTopAttr().Set(0.2)
     with caplog.at_level(logging.WARNING, logger="usdphys"):
         t = read_shapes(stage, body_lookup(stage)[1])
-    assert "/B/Cone" in caplog.text and "not a supported collision shape" in caplog.text
+    assert "/B/Taper" in caplog.text and "tapered capsule" in caplog.text
     assert t.paths == ["/B/Flip", "/B/Hull"]
     assert t.dims[0] == pytest.approx([1, 1, 1])
     # scale (-1, 1, 1): the mirrored axis is flipped back (a box is symmetric), no rotation
     assert t.local_rot[0] == pytest.approx([0, 0, 0, 1]) and t.local_pos[0] == pytest.approx([0, 0, 0])
-    assert t.type[1] == SHAPE_CONVEX and t.vert_count[1] == 9
-    v = t.verts[t.vert_start[1]: t.vert_start[1] + 9] + t.local_pos[1]
+    # the hull is built once: the centre point (0, 0, 100) is inside and dropped
+    assert t.type[1] == SHAPE_CONVEX and t.vert_count[1] == 8
+    v = t.verts[t.vert_start[1]: t.vert_start[1] + 8] + t.local_pos[1]
     assert v.min(axis=0) == pytest.approx([-0.1, -0.1, 0.0]) and v.max(axis=0) == pytest.approx([0.1, 0.1, 0.4])
     # mesh without approximation (triangle mesh): warned, collides as its hull
     stage2 = new_stage()
@@ -275,3 +299,115 @@ def test_box_on_ground_read_from_usd_gives_four_corner_contacts():
         corners = sorted(tuple(np.round((0.1, 0.2) + sx * 0.1 * ex + sy * 0.05 * ey, 9)) for sx in (-1, 1) for sy in (-1, 1))
         got = sorted(tuple(np.round(p[:2], 9)) for p in c["point1"])
         assert np.array(got) == pytest.approx(np.array(corners), abs=TOL)
+
+
+def test_cones_and_frustums_are_colliders():
+    stage = new_stage(mpu=0.01)
+    body(xform(stage, "/B"))
+    cone = collider(xform(stage, "/B/Cone", scale=(3, 2, 2), typ=UsdGeom.Cone))
+    cone.GetAxisAttr().Set("X")  # the scale's X (3) runs along the axis
+    cone.GetRadiusAttr().Set(5.0)
+    cone.GetHeightAttr().Set(10.0)
+    frustum = collider(UsdGeom.Cylinder_1.Define(stage, "/B/Frustum"))
+    frustum.GetRadiusBottomAttr().Set(4.0)
+    frustum.GetRadiusTopAttr().Set(1.0)
+    frustum.GetHeightAttr().Set(6.0)
+    t = read_shapes(stage, body_lookup(stage)[1])
+    assert t.type.tolist() == [SHAPE_CONE, SHAPE_CONE]
+    assert t.dims[0] == pytest.approx([0.10, 0.15, 0.0], abs=TOL)  # r 5 * 2 cm, half height 5 * 3 cm
+    assert t.dims[1] == pytest.approx([0.04, 0.03, 0.01], abs=TOL)  # bottom, half height, top
+    # the cone's canonical +Z (towards the apex) is its USD axis, X
+    assert quat_to_matrix(t.local_rot[0]) @ np.array([0, 0, 1.0]) == pytest.approx([1, 0, 0], abs=TOL)
+    assert t.bound_radius[0] == pytest.approx(np.hypot(0.10, 0.15))
+    stage = new_stage()
+    body(xform(stage, "/B"))
+    collider(xform(stage, "/B/Oval", scale=(1, 2, 1), typ=UsdGeom.Cone))  # elliptic cross-section
+    with pytest.raises(UsdphysError, match="/B/Oval.*equal scale across its axis"):
+        read_shapes(stage, body_lookup(stage)[1])
+
+
+def _grid_mesh(stage, path, n=3):
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    pts = [(x, y, 0.1 * x * y) for x in range(n + 1) for y in range(n + 1)]
+    mesh.GetPointsAttr().Set([Gf.Vec3f(*p) for p in pts])
+    quads = [(i * (n + 1) + j, (i + 1) * (n + 1) + j, (i + 1) * (n + 1) + j + 1, i * (n + 1) + j + 1)
+             for i in range(n) for j in range(n)]
+    mesh.GetFaceVertexCountsAttr().Set([4] * len(quads))
+    mesh.GetFaceVertexIndicesAttr().Set([k for q in quads for k in q])
+    return collider(mesh), np.array(pts, float), quads
+
+
+def test_static_triangle_mesh_is_a_true_mesh_and_a_moving_one_its_hull(caplog):
+    stage = new_stage(mpu=0.5)
+    xform(stage, "/Terrain", t=(1, 0, 0), scale=(2, 2, 2))
+    _mesh, pts, quads = _grid_mesh(stage, "/Terrain/Ground")
+    body(xform(stage, "/B", t=(0, 0, 5)))
+    _grid_mesh(stage, "/B/Shell")
+    with caplog.at_level(logging.WARNING, logger="usdphys"):
+        t = read_shapes(stage, body_lookup(stage)[1])
+    assert t.type.tolist() == [SHAPE_MESH, SHAPE_CONVEX]
+    assert "/Terrain/Ground" not in caplog.text  # a static mesh needs no excuse
+    assert "/B/Shell" in caplog.text and "convex hull" in caplog.text and "moving body" in caplog.text
+    # every quad fanned into two triangles; the points in world metres about the shape origin
+    assert t.tri_count[0] == 2 * len(quads) and t.vert_count[0] == len(pts)
+    world = t.verts[: len(pts)] + t.local_pos[0]
+    assert world == pytest.approx((pts * 2 + (1, 0, 0)) * 0.5, abs=1e-6)  # float32 points
+    tri = t.tris[t.tri_start[0]: t.tri_start[0] + 2]
+    assert tri.tolist() == [[quads[0][0], quads[0][1], quads[0][2]], [quads[0][0], quads[0][2], quads[0][3]]]
+    # the moving one: only the hull's vertices are kept (the bilinear surface's four corners
+    # and the edge points that bulge out), never the whole point list scanned every step
+    assert 4 <= t.vert_count[1] < len(pts)
+
+
+def test_broken_mesh_faces_are_an_error_naming_the_prim():
+    stage = new_stage()
+    mesh, _pts, _q = _grid_mesh(stage, "/Ground")
+    mesh.GetFaceVertexIndicesAttr().Set([0, 1, 99] + [0] * 33)
+    with pytest.raises(UsdphysError, match="/Ground: faceVertexIndices"):
+        read_shapes(stage, lambda p: -1)
+    mesh.GetFaceVertexCountsAttr().Set([4, 4])
+    with pytest.raises(UsdphysError, match="/Ground: faceVertexCounts"):
+        read_shapes(stage, lambda p: -1)
+
+
+def _l_prism(stage, path):
+    """A closed L-shaped prism (the notch x > 1, y > 1 is empty), outward faces."""
+    ring = [(0, 0), (2, 0), (2, 1), (1, 1), (1, 2), (0, 2)]
+    pts = [(x, y, 0.0) for x, y in ring] + [(x, y, 1.0) for x, y in ring]
+    fan = [(3, 4, 5), (3, 5, 0), (3, 0, 1), (3, 1, 2)]  # from the reflex corner (1, 1)
+    faces = [(a, c, b) for a, b, c in fan] + [(a + 6, b + 6, c + 6) for a, b, c in fan]
+    faces += [(i, (i + 1) % 6, (i + 1) % 6 + 6, i + 6) for i in range(6)]
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    mesh.GetPointsAttr().Set([Gf.Vec3f(*p) for p in pts])
+    mesh.GetFaceVertexCountsAttr().Set([len(f) for f in faces])
+    mesh.GetFaceVertexIndicesAttr().Set([k for f in faces for k in f])
+    collider(mesh)
+    UsdPhysics.MeshCollisionAPI.Apply(mesh.GetPrim()).GetApproximationAttr().Set("convexDecomposition")
+    return mesh
+
+
+def test_convex_decomposition_keeps_a_notch_empty():
+    pytest.importorskip("coacd")
+    stage = new_stage()
+    body(xform(stage, "/B"))
+    _l_prism(stage, "/B/L")
+    t = read_shapes(stage, body_lookup(stage)[1])
+    assert len(t) >= 2 and set(t.paths) == {"/B/L"} and set(t.type.tolist()) == {SHAPE_CONVEX}
+    # a small ball in the notch: its hull would hold the ball, the pieces do not touch it
+    specs_ball = {"type": SHAPE_SPHERE, "body": 1, "dims": (0.1, 0, 0)}
+    from usdphys.types.shapes import table_from_specs
+
+    rows = [{"type": SHAPE_CONVEX, "body": 0, "pos": t.local_pos[s], "rot": t.local_rot[s],
+             "verts": t.verts[t.vert_start[s]: t.vert_start[s] + t.vert_count[s]]} for s in range(len(t))]
+    table = table_from_specs(rows + [specs_ball])
+    pairs = candidate_pairs(table)
+    pipe = CollisionPipeline(table, pairs, 1, margin=0.0)
+    q7 = np.array([[[0, 0, 0, 0, 0, 0, 1], [1.6, 1.6, 0.5, 0, 0, 0, 1]]], float)
+    pipe.collide(wp.array(q7, dtype=wp.transformd))
+    # CoACD's pieces stay within its concavity threshold (0.05 of the size) of the mesh: the
+    # ball (0.28 m from the notch's walls) is far outside every piece
+    assert len(pipe.numpy()[0]["depth"]) == 0
+    # and the ball placed in the solid part touches
+    q7[0, 1, :3] = (0.5, 0.5, 0.5)
+    pipe.collide(wp.array(q7, dtype=wp.transformd))
+    assert len(pipe.numpy()[0]["depth"]) >= 1

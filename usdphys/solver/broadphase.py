@@ -9,7 +9,8 @@ from typing import Iterable
 
 import numpy as np
 
-from usdphys.types.shapes import SHAPE_PLANE, ShapeTable
+from usdphys.errors import warn
+from usdphys.types.shapes import SHAPE_MESH, SHAPE_NAMES, SHAPE_PLANE, ShapeTable
 
 
 def candidate_pairs(
@@ -26,28 +27,51 @@ def candidate_pairs(
     is in `table.filtered_pairs`; both are planes.
     """
     n = len(table)
-    excl = {(min(int(a), int(b)), max(int(a), int(b))) for a, b in exclude_body_pairs}
-    out = []
-    typ = table.type
-    body = table.body
+    typ = np.asarray(table.type, int)
+    body = np.asarray(table.body, int)
+    enabled = np.asarray(table.collision_enabled, bool)
+    plane, mesh = typ == int(SHAPE_PLANE), typ == int(SHAPE_MESH)
+    partners: dict[int, set[int]] = {}  # body -> bodies it must not collide with (joints)
+    for a, b in exclude_body_pairs:
+        partners.setdefault(int(a), set()).add(int(b))
+        partners.setdefault(int(b), set()).add(int(a))
+    filtered: dict[int, list[int]] = {}
+    for a, b in table.filtered_pairs:
+        filtered.setdefault(min(a, b), []).append(max(a, b))
     no = table.group_no_collide
+    member = None  # (shape, group) membership, for the group filter
+    if no is not None and no.size:
+        member = np.zeros((n, no.shape[0]), bool)
+        for k, gs in enumerate(table.groups):
+            member[k, list(gs)] = True
+    out_i, out_j = [], []
+    # one NumPy pass per shape over the later shapes: O(n^2) work, but no Python loop per pair
     for i in range(n):
-        if not table.collision_enabled[i]:
+        if not enabled[i]:
             continue
-        for j in range(i + 1, n):
-            if not table.collision_enabled[j]:
-                continue
-            bi, bj = int(body[i]), int(body[j])
-            if bi == bj:  # same body, or both static
-                continue
-            if (min(bi, bj), max(bi, bj)) in excl:
-                continue
-            if typ[i] == SHAPE_PLANE and typ[j] == SHAPE_PLANE:
-                continue
-            if (i, j) in table.filtered_pairs:
-                continue
-            if no is not None and no.size and any(no[g, h] for g in table.groups[i] for h in table.groups[j]):
-                continue
-            out.append((i, j) if (typ[i], i) <= (typ[j], j) else (j, i))
-    out.sort(key=lambda p: (p[0], p[1]))
-    return np.array(out, dtype=np.int32).reshape(-1, 2)
+        j = np.arange(i + 1, n)
+        keep = enabled[j] & (body[j] != body[i])  # same body, or both static
+        if partners.get(int(body[i])):
+            keep &= ~np.isin(body[j], list(partners[int(body[i])]))
+        keep &= ~(plane[i] & plane[j])
+        unsupported = keep & ((mesh[i] & (plane[j] | mesh[j])) | (plane[i] & mesh[j]))
+        for k in j[unsupported]:
+            warn(f"{table.paths[i]} / {table.paths[k]}: a triangle mesh against a "
+                 f"{SHAPE_NAMES[typ[i]] if typ[i] != SHAPE_MESH else SHAPE_NAMES[typ[k]]} is not supported: "
+                 "this pair never collides")
+        keep &= ~unsupported
+        if i in filtered:
+            keep &= ~np.isin(j, filtered[i])
+        if member is not None and member[i].any():
+            blocked = no[member[i]].any(axis=0)  # groups that one of i's groups does not collide with
+            if blocked.any():
+                keep &= ~member[j][:, blocked].any(axis=1)
+        j = j[keep]
+        first = (typ[i] < typ[j]) | ((typ[i] == typ[j]) & (i < j))  # type[a] <= type[b], ties a < b
+        out_i.append(np.where(first, i, j))
+        out_j.append(np.where(first, j, i))
+    if not out_i:
+        return np.zeros((0, 2), np.int32)
+    a, b = np.concatenate(out_i), np.concatenate(out_j)
+    order = np.lexsort((b, a))
+    return np.stack([a[order], b[order]], axis=1).astype(np.int32).reshape(-1, 2)

@@ -794,7 +794,7 @@ INITIAL_OVERLAP_SLOP = 1.0e-4
 START_DEPTH_WARN = 1.0e-3
 
 
-def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVERLAP_SLOP):
+def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVERLAP_SLOP, depths=None):
     """Candidate pairs between parts of one jointed mechanism (bodies connected through joints,
     the world counting as one part) that interpenetrate deeper than `slop` in world 0's input
     pose: (indices into pairs, deepest overlap in m).
@@ -804,7 +804,8 @@ def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVER
     conaffinity, which converted stages lose, and tools that build collision matrices for
     robots drop such pairs the same way. Hard contact would instead push the parts apart
     against their joints, which cannot both hold: the step would not converge. Free bodies are
-    never part of a mechanism here: a free body resting in the ground is still pushed out."""
+    never part of a mechanism here: a free body resting in the ground is still pushed out.
+    depths: the pairs' start_depths when the caller has them already (one narrow phase)."""
     pairs = np.asarray(pairs, np.int32).reshape(-1, 2)
     if len(pairs) == 0 or model.joint_count == 0:
         return np.zeros(0, np.int64), 0.0
@@ -830,7 +831,7 @@ def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVER
     same = [k for k, (s0, s1) in enumerate(pairs) if part(s0) == part(s1)]
     if not same:
         return np.zeros(0, np.int64), 0.0
-    depth = start_depths(model, table, pairs[same])
+    depth = start_depths(model, table, pairs[same]) if depths is None else np.asarray(depths)[same]
     hit = [same[k] for k in np.flatnonzero(depth > slop)]
     return np.asarray(hit, np.int64), float(depth.max()) if len(hit) else 0.0
 
@@ -862,7 +863,8 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     if table is not None and len(table):
         pairs = contact_pairs(model, table)
         if model.body_count:
-            hit, deepest = initial_overlaps(model, table, pairs)
+            depth = start_depths(model, table, pairs)  # one narrow phase over the input pose
+            hit, deepest = initial_overlaps(model, table, pairs, depths=depth)
             if len(hit):
                 names = [f"{table.paths[pairs[k][0]]} / {table.paths[pairs[k][1]]}" for k in hit[:3]]
                 more = f" and {len(hit) - 3} more" if len(hit) > 3 else ""
@@ -870,7 +872,7 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
                      f"{deepest:.3g} m): {'; '.join(names)}{more}; they are taken as not meant to collide and "
                      "never do (filter them in the stage to say so)")
                 pairs = np.delete(pairs, hit, axis=0)
-            depth = start_depths(model, table, pairs)
+                depth = np.delete(depth, hit)
             deep = np.flatnonzero(depth > START_DEPTH_WARN)
             if len(deep):
                 k = int(deep[np.argmax(depth[deep])])
@@ -907,13 +909,15 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     nu = col("poisson_ratio", 0.3)
     cm.hertz_c = farr((1.0 - nu**2) / np.where(young > 0, young, np.inf))
     kappa = np.zeros(S)
-    from usdphys.types.shapes import SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
+    from usdphys.types.shapes import SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_SPHERE
 
     for s in range(S):
         typ = int(ct.type[s])
         r = float(ct.contact_radius[s]) if ct.contact_radius is not None else 0.0
         if typ in (SHAPE_SPHERE, SHAPE_CAPSULE, SHAPE_CYLINDER):
             r += float(ct.dims[s][0])
+        elif typ == SHAPE_ELLIPSOID:  # Hertz needs one radius: the semi-axes' geometric mean
+            r += float(np.prod(ct.dims[s])) ** (1.0 / 3.0)
         kappa[s] = 1.0 / r if r > 0 else 0.0
     cm.kappa = farr(kappa)
     kn = col("normal_stiffness", np.nan)

@@ -275,7 +275,8 @@ class Solver:
         """Name every limit the input pose already violates, with the amount (once per row)."""
         rows = self.rows
         mode = np.asarray(rows.mode)
-        limit = np.flatnonzero((mode == RowMode.LOWER) | (mode == RowMode.UPPER))
+        moving = np.asarray(self.elements.extra["moving"]) != 0  # velocity limits: bounds that move
+        limit = np.flatnonzero(((mode == RowMode.LOWER) | (mode == RowMode.UPPER)) & ~moving)
         if limit.size == 0:
             return
         held = self.es.rval.numpy()[:, limit]  # (W, n): the bound each limit starts with
@@ -296,8 +297,14 @@ class Solver:
         rows = self.dg.init_row.numpy()
         w = int(np.argmax(err)) if err.size else 0
         if err.size and err[w] > ASSEMBLY_WARN:
-            warn(f"{self._row_source(int(rows[w]))}: the joint's two frames do not coincide in the input "
-                 f"(off by {err[w]:.3g} m or rad); bodies were moved onto the joints before t = 0")
+            row = int(rows[w])
+            if 0 <= row < self.R and int(self.elements.extra["partner"][row]) >= 0:
+                warn(f"{self._row_source(row)}: the input pose breaks its coupling to "
+                     f"{self._row_source(int(self.elements.extra['partner'][row]))} (off by {err[w]:.3g} m or rad); "
+                     "bodies were moved onto the coupling before t = 0")
+            else:
+                warn(f"{self._row_source(row)}: the joint's two frames do not coincide in the input "
+                     f"(off by {err[w]:.3g} m or rad); bodies were moved onto the joints before t = 0")
 
     def _raise_blowup(self, status: np.ndarray, dt: float) -> None:
         w = int(np.flatnonzero(status)[0])

@@ -14,6 +14,10 @@ table (docs/solver.md) or an explicit **load** in the predictor:
 | NewtonJointAPI armature | DOF row | MODE_LAW, LAW_ARMATURE: impulse -a (qdot+ - qdot-) |
 | NewtonJointAPI viscous damping | DOF row | MODE_LAW, linear law (k = 0, c = viscous) |
 | NewtonJointAPI static / dynamic friction | DOF row | MODE_FRICTION: qdot = 0 with a bounded impulse |
+| NewtonJointAPI velocityLimit | DOF row, twice | MODE_LOWER / MODE_UPPER with a moving bound: q_{n+1} within q_n +- h v_max |
+| NewtonJointAPI limitStiffness / limitDamping | the joint's limit rows | MODE_LAW, LAW_LIMIT_LOWER / UPPER: spring-damper beyond the limit |
+| MuJoCo joint spring (mjc:stiffness, springref) | DOF row | MODE_LAW, linear law (k, x0 = springref) |
+| NewtonMimicAPI (MuJoCo joint equality) | follower DOF row + leader DOF row | MODE_EQUAL with a partner: q_f - coef1 q_l = coef0; the leader's row is MODE_CARRIER |
 | MbdForce / MbdTorque | none | explicit impulse h F(t_n) in the predictor |
 
 **Law rows** (MODE_LAW) carry a scalar generalised force f(g, gdot) along the row (positive:
@@ -38,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import warp as wp
 
-from usdphys.types.enums import RowLaw, RowMotor
+from usdphys.types.enums import RowLaw, RowMode, RowMotor
 
 from usdphys.errors import UsdphysError, warn
 from usdphys.types.laws import LINE_EPS, PackedLaws
@@ -54,12 +58,16 @@ wp.set_module_options({"enable_backward": False})
 # law and motor kind of a row (short names for the shared enums)
 LAW_NONE, LAW_LINEAR, LAW_PACKED, LAW_USER = RowLaw.NONE, RowLaw.LINEAR, RowLaw.PACKED, RowLaw.USER
 LAW_ARMATURE, LAW_EFFORT = RowLaw.ARMATURE, RowLaw.EFFORT
+LAW_LIMIT_LOWER, LAW_LIMIT_UPPER = RowLaw.LIMIT_LOWER, RowLaw.LIMIT_UPPER
 MOTOR_NONE, MOTOR_POSITION, MOTOR_VELOCITY, MOTOR_FORCE = RowMotor.NONE, RowMotor.POSITION, RowMotor.VELOCITY, RowMotor.FORCE
 
 # A friction DOF whose speed is below this (m/s or rad/s) at t = 0 starts sticking.
 STICK_SPEED = 1.0e-9
+MODE_CARRIER = RowMode.CARRIER
 
 W_LAW_ARMATURE = wp.constant(int(LAW_ARMATURE))
+W_LAW_LIMIT_LOWER = wp.constant(int(LAW_LIMIT_LOWER))
+W_LAW_LIMIT_UPPER = wp.constant(int(LAW_LIMIT_UPPER))
 W_LAW_PACKED = wp.constant(int(LAW_PACKED))
 W_LAW_USER = wp.constant(int(LAW_USER))
 W_LAW_EFFORT = wp.constant(int(LAW_EFFORT))
@@ -169,6 +177,7 @@ class ElementData:
     fstatic: wp.array2d(dtype=wp.float64)  # [world, row] friction rows: static effort (N or N m)
     fdynamic: wp.array2d(dtype=wp.float64)  # [world, row] friction rows: dynamic effort
     couple: wp.array(dtype=wp.int32)  # friction row -> row of a motor driving the same DOF, else -1
+    moving: wp.array(dtype=wp.int32)  # 1: a limit row whose bound moves: q_n + h value (velocity limit)
     law_i: wp.array2d(dtype=wp.int32)
     law_f: wp.array2d(dtype=wp.float64)
     law_data: wp.array(dtype=wp.float64)
@@ -250,6 +259,14 @@ def law_force(el: ElementData, i: int, k: wp.float64, c: wp.float64, x0: wp.floa
             dfg = (P - user_law(u, t, g + eg, gd - v0, k, c, x0) - f) / eg
             dfv = (P - user_law(u, t, g, gd + ev - v0, k, c, x0) - f) / ev
         return f, dfg, dfv
+    if law == W_LAW_LIMIT_LOWER or law == W_LAW_LIMIT_UPPER:
+        # acts only beyond the limit; the Newton matrix always takes the engaged slopes (an
+        # upper bound of the true ones: the simplified Newton iteration still contracts)
+        f = wp.float64(0.0)
+        pen = g - x0
+        if (law == W_LAW_LIMIT_LOWER and pen < wp.float64(0.0)) or (law == W_LAW_LIMIT_UPPER and pen > wp.float64(0.0)):
+            f = -k * pen - c * gd
+        return f, -k, -c
     return P - k * (g - x0) - c * (gd - v0), -k, -c
 
 
@@ -303,7 +320,7 @@ def apply_loads(el: ElementData, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
 # ----------------------------------------------------------------------------------------
 _COLS = ("source", "kind", "axis", "mode", "value", "b0", "b1", "p0", "q0", "p1", "q1", "stiffness", "damping",
          "target_vel", "max_force", "accel")
-_EXTRA = ("law", "lawidx", "preload", "fn", "motor", "fstatic", "fdynamic", "couple")
+_EXTRA = ("law", "lawidx", "preload", "fn", "motor", "fstatic", "fdynamic", "couple", "moving", "partner", "ratio")
 _IDENT = np.array([0.0, 0.0, 0.0, 1.0])
 _X_AXIS = np.array([1.0, 0.0, 0.0])
 _Z_AXIS = np.array([0.0, 0.0, 1.0])  # half a turn about Z takes +X to -X
@@ -336,7 +353,7 @@ class _Rows:
         for r in range(table.count):
             d = {c: getattr(table, c)[r] for c in _COLS}
             d.update(law=LAW_NONE, lawidx=-1, preload=0.0, fn=-1, motor=MOTOR_NONE, fstatic=0.0, fdynamic=0.0,
-                     couple=-1, name=names[r])
+                     couple=-1, moving=0, partner=-1, ratio=0.0, name=names[r])
             self.items.append(d)
 
     def add(self, name, kind, axis, mode, b0, b1, p0, q0, p1, q1, value=0.0, k=0.0, c=0.0, tv=0.0, **extra) -> int:
@@ -344,7 +361,7 @@ class _Rows:
                  p0=np.asarray(p0, float), q0=np.asarray(q0, float), p1=np.asarray(p1, float),
                  q1=np.asarray(q1, float), stiffness=float(k), damping=float(c), target_vel=float(tv),
                  max_force=np.inf, accel=0, law=LAW_NONE, lawidx=-1, preload=0.0, fn=-1, motor=MOTOR_NONE,
-                 fstatic=0.0, fdynamic=0.0, couple=-1, name=str(name))
+                 fstatic=0.0, fdynamic=0.0, couple=-1, moving=0, partner=-1, ratio=0.0, name=str(name))
         d.update(extra)
         self.items.append(d)
         return len(self.items) - 1
@@ -360,7 +377,7 @@ class _Rows:
                      p0=col("p0", shape=(3,)), q0=col("q0", shape=(4,)), p1=col("p1", shape=(3,)),
                      q1=col("q1", shape=(4,)), stiffness=col("stiffness"), damping=col("damping"),
                      target_vel=col("target_vel"), max_force=col("max_force"), accel=col("accel", np.int32))
-        extra = {c: col(c, np.int32 if c in ("law", "lawidx", "fn", "motor", "couple") else float) for c in _EXTRA}
+        extra = {c: col(c, np.int32 if c in ("law", "lawidx", "fn", "motor", "couple", "moving", "partner") else float) for c in _EXTRA}
         return t, [it["name"] for it in self.items], extra
 
 
@@ -578,6 +595,41 @@ def build_element_rows(model: Model, table: RowTable, law_names: dict[str, int] 
         if jd.static_friction[e] > 0 or jd.dynamic_friction[e] > 0:
             rl.add(name, kind, axis, MODE_FRICTION, b0, b1, p0, q0, p1, q1, fstatic=float(jd.static_friction[e]),
                    fdynamic=float(jd.dynamic_friction[e]), couple=driven.get((j, d), -1))
+        if jd.spring_stiffness[e] > 0:  # joint spring about its reference coordinate
+            rl.add(name, kind, axis, MODE_LAW, b0, b1, p0, q0, p1, q1, jd.spring_reference[e], jd.spring_stiffness[e],
+                   0.0, law=LAW_LINEAR)
+        vmax = float(jd.velocity_limit[e])
+        if np.isfinite(vmax):  # |qdot| <= vmax over every step: two limit rows whose bounds move with q
+            rl.add(name, kind, axis, MODE_LOWER, b0, b1, p0, q0, p1, q1, -vmax, moving=1)
+            rl.add(name, kind, axis, MODE_UPPER, b0, b1, p0, q0, p1, q1, vmax, moving=1)
+        if np.isfinite(jd.limit_stiffness[e]):  # soft limits: the joint's limit rows become one-sided laws
+            for it in rl.items:
+                if it["source"] == j and it["kind"] == kind and it["axis"] == axis and it["mode"] in (MODE_LOWER, MODE_UPPER):
+                    law = LAW_LIMIT_LOWER if it["mode"] == MODE_LOWER else LAW_LIMIT_UPPER
+                    it.update(mode=MODE_LAW, law=law, stiffness=float(jd.limit_stiffness[e]),
+                              damping=float(jd.limit_damping[e]), target_vel=0.0, preload=0.0)
+
+    # -- joint couplings: q_f - coef1 q_l = coef0, one equal row on the follower's DOF whose
+    # partner (a carrier row on the leader's DOF) brings the leader's Jacobian
+    cp = el.couplings
+    for e in range(len(cp)):
+        j, lj = int(cp.joint[e]), int(cp.leader[e])
+        if j < 0 or lj < 0:
+            warn(f"{cp.paths[e]}: its coupling to {cp.leader_paths[e]} involves a joint that is not simulated; ignored")
+            continue
+        if j == lj:
+            raise UsdphysError(f"{cp.paths[e]}: the joint is coupled to itself (newton:mimicJoint)")
+        d = _dof_index(model, j, cp.dof[e], f"{cp.paths[e]}: NewtonMimicAPI")
+        dl = _dof_index(model, lj, cp.leader_dof[e], f"{cp.leader_paths[e]}: NewtonMimicAPI leader")
+        if any(model.joint_locked[jj, dd] or model.joint_is_distance[jj] or model.joint_composite[jj]
+               for jj, dd in ((j, d), (lj, dl))):
+            warn(f"{cp.paths[e]}: its coupling to {cp.leader_paths[e]} names a DOF the joints lock; ignored")
+            continue
+        kind, axis = dof_row(j, d)
+        r = rl.add(cp.paths[e], kind, axis, MODE_EQUAL, *jframes(j), value=float(cp.coef0[e]),
+                   ratio=-float(cp.coef1[e]))
+        kind, axis = dof_row(lj, dl)
+        rl.items[r]["partner"] = rl.add(cp.leader_paths[e], kind, axis, MODE_CARRIER, *jframes(lj))
 
     t, nm, ex = rl.table()  # (the bushing filter ran before any row index was taken)
     return ElementRows(t, nm, ex, laws, el.functions, _loads(model, el.loads), np.asarray(motor_rows, np.int32),
@@ -646,6 +698,7 @@ def element_data(er: ElementRows, device) -> ElementData:
     d.fstatic = arr(ex["fstatic"], wp.float64, R).reshape((1, R))
     d.fdynamic = arr(ex["fdynamic"], wp.float64, R).reshape((1, R))
     d.couple = arr(ex["couple"], wp.int32, R)
+    d.moving = arr(ex["moving"], wp.int32, R)
     d.law_i = arr(np.asarray(er.laws.law_i, np.int32).reshape(-1, 7), wp.int32)
     d.law_f = arr(np.asarray(er.laws.law_f, float).reshape(-1, 4), wp.float64)
     d.law_data = arr(er.laws.data, wp.float64)

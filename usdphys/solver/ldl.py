@@ -37,14 +37,19 @@ FACTOR_TOL = wp.constant(wp.float64(1.0e-13))
 REG = wp.constant(wp.float64(1.0e-12))
 
 
-def row_envelope(b0, b1) -> np.ndarray:
-    """first[i] = the smallest j <= i whose row shares a body (index >= 0) with row i."""
+def row_envelope(b0, b1, partner=None) -> np.ndarray:
+    """first[i] = the smallest j <= i whose row shares a body (index >= 0) with row i. A row
+    with a partner (a coupling row, step.py) also touches its partner's bodies."""
     b0 = np.asarray(b0).reshape(-1)
     b1 = np.asarray(b1).reshape(-1)
     first = np.arange(len(b0), dtype=np.int32)
     seen: dict[int, int] = {}  # body -> first row that touches it
     for i in range(len(b0)):
-        for b in (int(b0[i]), int(b1[i])):
+        bodies = [int(b0[i]), int(b1[i])]
+        p = -1 if partner is None or len(partner) == 0 else int(partner[i])
+        if p >= 0:
+            bodies += [int(b0[p]), int(b1[p])]
+        for b in bodies:
             if b >= 0:
                 first[i] = min(first[i], seen.setdefault(b, i))
     return first

@@ -12,13 +12,21 @@ Conventions (docs/contact.md):
   point1 - point0 = -depth * normal for the exact pair types;
 - contact_radius r of a shape inflates it (Minkowski sum with a ball): the core contact is
   computed and then depth += rA + rB, point0 += rA n, point1 -= rB n.
+
+Convex shapes without a closed-form pair routine (ellipsoids, cones, hulls, cylinders) meet
+through one support function, MPR and a Newton refinement of its normal; static triangle
+meshes through a wp.Mesh BVH, one triangle at a time.
 """
 from __future__ import annotations
 
 import numpy as np
 import warp as wp
 
-from usdphys.types.shapes import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE, ShapeTable
+from usdphys.types.shapes import (
+    SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_ELLIPSOID, SHAPE_MESH, SHAPE_PLANE,
+    SHAPE_SPHERE, ShapeTable,
+)
+from usdphys.types.enums import ShapeType
 from usdphys.errors import warn
 
 wp.set_module_options({"enable_backward": False})
@@ -38,12 +46,21 @@ CAPSULE = wp.constant(int(SHAPE_CAPSULE))
 BOX = wp.constant(int(SHAPE_BOX))
 CYLINDER = wp.constant(int(SHAPE_CYLINDER))
 CONVEX = wp.constant(int(SHAPE_CONVEX))
+ELLIPSOID = wp.constant(int(SHAPE_ELLIPSOID))
+CONE = wp.constant(int(SHAPE_CONE))
+MESH = wp.constant(int(SHAPE_MESH))
+
+# A convex shape against a triangle mesh: one contact per touching triangle (duplicates at
+# shared edges and vertices merged), the deepest MESH_PAIR_CONTACTS kept.
+MESH_PAIR_CONTACTS = 8
+MESH_MAX = wp.constant(MESH_PAIR_CONTACTS)
 
 vec8d = wp.types.vector(length=8, dtype=wp.float64)
 
 # Most contacts one pair type can produce (indexed [type A][type B], type A <= type B);
 # CollisionPipeline sizes the buffer with the sum over candidate pairs by default.
-MAX_PAIR_CONTACTS = np.ones((6, 6), dtype=np.int64)
+_NT = len(ShapeType)
+MAX_PAIR_CONTACTS = np.ones((_NT, _NT), dtype=np.int64)
 MAX_PAIR_CONTACTS[SHAPE_PLANE, SHAPE_CAPSULE] = 2
 MAX_PAIR_CONTACTS[SHAPE_PLANE, SHAPE_BOX] = 4
 MAX_PAIR_CONTACTS[SHAPE_PLANE, SHAPE_CYLINDER] = 4
@@ -51,6 +68,8 @@ MAX_PAIR_CONTACTS[SHAPE_PLANE, SHAPE_CONVEX] = 4
 MAX_PAIR_CONTACTS[SHAPE_CAPSULE, SHAPE_CAPSULE] = 2
 MAX_PAIR_CONTACTS[SHAPE_CAPSULE, SHAPE_BOX] = 3
 MAX_PAIR_CONTACTS[SHAPE_BOX, SHAPE_BOX] = 8
+MAX_PAIR_CONTACTS[SHAPE_PLANE, SHAPE_CONE] = 4
+MAX_PAIR_CONTACTS[:, SHAPE_MESH] = MESH_PAIR_CONTACTS
 
 
 @wp.struct
@@ -66,6 +85,12 @@ class ShapeData:
     vert_start: wp.array(dtype=wp.int32)
     vert_count: wp.array(dtype=wp.int32)
     verts: wp.array(dtype=wp.vec3d)
+    walk_from: wp.array(dtype=wp.int32)  # hull: a hull vertex to start the support walk at; -1: scan all
+    adj_start: wp.array(dtype=wp.int32)  # per vertex (V + 1): its hull neighbours are adj[adj_start[v]:...[v + 1]]
+    adj: wp.array(dtype=wp.int32)
+    mesh: wp.array(dtype=wp.uint64)  # wp.Mesh id (BVH over the triangles) of a mesh shape, else 0
+    tri_start: wp.array(dtype=wp.int32)
+    tris: wp.array(dtype=wp.vec3i)  # vertex indices relative to vert_start
 
 
 @wp.struct
@@ -267,9 +292,11 @@ def plane_box(c: Contacts, k: PairCtx, xp: wp.transformd, xb: wp.transformd, h: 
 
 
 @wp.func
-def plane_cylinder(c: Contacts, k: PairCtx, xp: wp.transformd, xb: wp.transformd, r: wp.float64, hh: wp.float64):
-    """Candidates: on each cap rim, the point deepest along the plane normal and the
-    points at 90, 180, 270 degrees from it (a cap lying flat gives 4 support points)."""
+def plane_cylinder(c: Contacts, k: PairCtx, xp: wp.transformd, xb: wp.transformd, r: wp.float64, hh: wp.float64,
+                   r_top: wp.float64):
+    """Cylinder or frustum (bottom radius r at -hh, top radius r_top at +hh). Candidates: on
+    each cap rim, the point deepest along the plane normal and the points at 90, 180, 270
+    degrees from it (a cap lying flat gives 4 support points); a cone's apex counts once."""
     n = axis_z(xp)
     a = axis_z(xb)
     cb = wp.transform_get_translation(xb)
@@ -284,8 +311,12 @@ def plane_cylinder(c: Contacts, k: PairCtx, xp: wp.transformd, xb: wp.transformd
     xs = vec8d()
     ys = vec8d()
     zs = vec8d()
-    for i in range(8):
+    m = int(8)
+    if r_top <= ZERO:
+        m = 5
+    for i in range(m):
         cap = wp.where(i < 4, -ONE, ONE)
+        rad = wp.where(i < 4, r, r_top)
         j = i % 4
         d = u
         if j == 1:
@@ -294,11 +325,11 @@ def plane_cylinder(c: Contacts, k: PairCtx, xp: wp.transformd, xb: wp.transformd
             d = -u
         elif j == 3:
             d = -w2
-        p = cb + a * (cap * hh) + d * r
+        p = cb + a * (cap * hh) + d * rad
         xs[i] = p[0]
         ys[i] = p[1]
         zs[i] = p[2]
-    emit_deepest4(c, k, xp, xs, ys, zs, 8)
+    emit_deepest4(c, k, xp, xs, ys, zs, m)
 
 
 @wp.func
@@ -687,43 +718,142 @@ def support(shapes: ShapeData, s: int, x: wp.transformd, d: wp.vec3d):
         if rr > TINY:
             p = wp.vec3d(dl[0] / rr * dims[0], dl[1] / rr * dims[0], ZERO)
         p[2] = sgn(dl[2]) * dims[1]
+    elif typ == ELLIPSOID:
+        # the point of x^T diag(1/r^2) x = 1 whose normal is d: diag(r^2) d / |diag(r) d|
+        rd = wp.vec3d(dims[0] * dl[0], dims[1] * dl[1], dims[2] * dl[2])
+        lr = wp.length(rd)
+        if lr > TINY:
+            p = wp.vec3d(dims[0] * rd[0], dims[1] * rd[1], dims[2] * rd[2]) / lr
+    elif typ == CONE:
+        # frustum: the farther along d of the two rim points (bottom r at -h, top r_top at +h)
+        rr = wp.sqrt(dl[0] * dl[0] + dl[1] * dl[1])
+        radial = wp.vec3d(ZERO, ZERO, ZERO)
+        if rr > TINY:
+            radial = wp.vec3d(dl[0] / rr, dl[1] / rr, ZERO)
+        pb = radial * dims[0] - wp.vec3d(ZERO, ZERO, dims[1])
+        pt = radial * dims[2] + wp.vec3d(ZERO, ZERO, dims[1])
+        p = wp.where(wp.dot(pt, dl) > wp.dot(pb, dl), pt, pb)
     elif typ == CONVEX:
-        v0 = shapes.vert_start[s]
-        best = f64(-1.0e300)
-        for i in range(v0, v0 + shapes.vert_count[s]):
-            v = shapes.verts[i]
-            dv = wp.dot(v, dl)
-            if dv > best:
-                best = dv
-                p = v
+        iv = shapes.walk_from[s]
+        if iv >= 0:
+            # a large hull: walk its edges uphill (on a convex polytope a vertex no neighbour
+            # beats is the support); the adjacency was built once on the host
+            top = wp.dot(shapes.verts[iv], dl)
+            for _step in range(shapes.vert_count[s]):
+                nxt = iv
+                for ke in range(shapes.adj_start[iv], shapes.adj_start[iv + 1]):
+                    dj = wp.dot(shapes.verts[shapes.adj[ke]], dl)
+                    if dj > top:
+                        top = dj
+                        nxt = shapes.adj[ke]
+                if nxt == iv:
+                    break
+                iv = nxt
+            p = shapes.verts[iv]
+        else:
+            v0 = shapes.vert_start[s]
+            best = f64(-1.0e300)
+            for i in range(v0, v0 + shapes.vert_count[s]):
+                v = shapes.verts[i]
+                dv = wp.dot(v, dl)
+                if dv > best:
+                    best = dv
+                    p = v
     return wp.transform_point(x, p)
 
 
 @wp.func
-def msupport(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transformd, d: wp.vec3d, infl: wp.float64):
-    """Support of A (inflated by a ball of radius infl) minus B: returns (a - b, a, b)."""
+def tri_closest(p: wp.vec3d, a: wp.vec3d, b: wp.vec3d, c: wp.vec3d):
+    """Closest point to p on triangle abc (Ericson, Real-Time Collision Detection 5.1.5)."""
+    ab = b - a
+    ac = c - a
+    ap = p - a
+    d1 = wp.dot(ab, ap)
+    d2 = wp.dot(ac, ap)
+    if d1 <= ZERO and d2 <= ZERO:
+        return a
+    bp = p - b
+    d3 = wp.dot(ab, bp)
+    d4 = wp.dot(ac, bp)
+    if d3 >= ZERO and d4 <= d3:
+        return b
+    vc = d1 * d4 - d3 * d2
+    if vc <= ZERO and d1 >= ZERO and d3 <= ZERO:
+        return a + ab * (d1 / (d1 - d3))
+    cp = p - c
+    d5 = wp.dot(ab, cp)
+    d6 = wp.dot(ac, cp)
+    if d6 >= ZERO and d5 <= d6:
+        return c
+    vb = d5 * d2 - d1 * d6
+    if vb <= ZERO and d2 >= ZERO and d6 <= ZERO:
+        return a + ac * (d2 / (d2 - d6))
+    va = d3 * d6 - d5 * d4
+    if va <= ZERO and (d4 - d3) >= ZERO and (d5 - d6) >= ZERO:
+        return b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)))
+    den = ONE / (va + vb + vc)
+    return a + ab * (vb * den) + ac * (vc * den)
+
+
+@wp.func
+def tri_support(tri: wp.mat33d, d: wp.vec3d):
+    """Support of a triangle (rows: world vertices) in direction d."""
+    p = wp.vec3d(tri[0, 0], tri[0, 1], tri[0, 2])
+    best = wp.dot(p, d)
+    for i in range(1, 3):
+        v = wp.vec3d(tri[i, 0], tri[i, 1], tri[i, 2])
+        dv = wp.dot(v, d)
+        if dv > best:
+            best = dv
+            p = v
+    return p
+
+
+@wp.func
+def msupport(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transformd, d: wp.vec3d, infl: wp.float64,
+             tri: wp.mat33d, use_tri: int):
+    """Support of A (inflated by a ball of radius infl) minus B: returns (a - b, a, b). With
+    use_tri, B is the triangle `tri` (rows: world vertices) instead of shape sb."""
     a = support(shapes, sa, xa, d) + wp.normalize(d) * infl
-    b = support(shapes, sb, xb, -d)
+    b = wp.vec3d()
+    if use_tri != 0:
+        b = tri_support(tri, -d)
+    else:
+        b = support(shapes, sb, xb, -d)
     return a - b, a, b
 
 
 @wp.func
-def mpr(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transformd, infl: wp.float64):
-    """Minkowski portal refinement on M = (A + ball(infl)) - B. Returns (hit, normal A->B,
-    depth, point on A, point on B) for the inflated A."""
+def mpr(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transformd, infl: wp.float64,
+        tri: wp.mat33d, use_tri: int):
+    """Minkowski portal refinement on M = (A + ball(infl)) - B (B: shape sb, or with use_tri
+    the triangle `tri`). Returns (hit, normal A->B, depth, point on A, point on B) for the
+    inflated A."""
     nz = wp.vec3d(ZERO, ZERO, ONE)
-    v0 = wp.transform_get_translation(xa) - wp.transform_get_translation(xb)
+    ca = wp.transform_get_translation(xa)
+    nfall = wp.vec3d(f64(1.0e-10), ZERO, ZERO)
+    cb = wp.transform_get_translation(xb)
+    if use_tri != 0:
+        # the interior point: A's centre minus the triangle's point nearest to it, so that the
+        # ray runs along the triangle's normal for a face contact (a centroid far to the side
+        # would aim the ray at a side of A)
+        t0 = wp.vec3d(tri[0, 0], tri[0, 1], tri[0, 2])
+        t1 = wp.vec3d(tri[1, 0], tri[1, 1], tri[1, 2])
+        t2 = wp.vec3d(tri[2, 0], tri[2, 1], tri[2, 2])
+        cb = tri_closest(ca, t0, t1, t2)
+        nfall = wp.normalize(wp.cross(t1 - t0, t2 - t0)) * f64(1.0e-10)
+    v0 = ca - cb
     if wp.dot(v0, v0) < f64(1.0e-24):
-        v0 = wp.vec3d(f64(1.0e-10), ZERO, ZERO)
+        v0 = nfall
     n = -v0
-    v1, a1, b1 = msupport(shapes, sa, xa, sb, xb, n, infl)
+    v1, a1, b1 = msupport(shapes, sa, xa, sb, xb, n, infl, tri, use_tri)
     if wp.dot(v1, n) <= ZERO:
         return False, nz, ZERO, a1, b1
     n = wp.cross(v1, v0)
     if wp.dot(n, n) < f64(1.0e-30) * wp.dot(v1, v1) * wp.dot(v0, v0):
         n = wp.normalize(v1 - v0)
         return True, n, wp.dot(v1, n), a1, b1
-    v2, a2, b2 = msupport(shapes, sa, xa, sb, xb, n, infl)
+    v2, a2, b2 = msupport(shapes, sa, xa, sb, xb, n, infl, tri, use_tri)
     if wp.dot(v2, n) <= ZERO:
         return False, nz, ZERO, a1, b1
     n = wp.cross(v1 - v0, v2 - v0)
@@ -743,7 +873,7 @@ def mpr(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transform
     b3 = b1
     found = bool(False)
     for _it in range(128):
-        v3, a3, b3 = msupport(shapes, sa, xa, sb, xb, n, infl)
+        v3, a3, b3 = msupport(shapes, sa, xa, sb, xb, n, infl, tri, use_tri)
         if wp.dot(v3, n) <= ZERO:
             return False, nz, ZERO, a1, b1
         if wp.dot(wp.cross(v1, v3), v0) < ZERO:
@@ -772,7 +902,7 @@ def mpr(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transform
         nn = n / ln
         if wp.dot(nn, v1) >= ZERO:
             hit = bool(True)
-        v4, a4, b4 = msupport(shapes, sa, xa, sb, xb, nn, infl)
+        v4, a4, b4 = msupport(shapes, sa, xa, sb, xb, nn, infl, tri, use_tri)
         delta = wp.dot(v4 - v3, nn)
         if delta <= f64(1.0e-15) * (ONE + wp.length(v4)) or wp.dot(v4, nn) <= ZERO:
             break
@@ -801,7 +931,7 @@ def mpr(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transform
     # the same for every point of a flat face). Location: the barycentric combination of
     # the witnesses at a point of the portal triangle; the two points are then placed
     # symmetrically about it so that pb - pa = -depth * nn exactly.
-    v4, a4, b4 = msupport(shapes, sa, xa, sb, xb, nn, infl)
+    v4, a4, b4 = msupport(shapes, sa, xa, sb, xb, nn, infl, tri, use_tri)
     depth = wp.dot(nn, v4)
     # prefer the origin's projection on the portal (exact on flat faces); where it falls
     # outside the portal triangle (curved parts), the ray's hit point, which cannot
@@ -823,11 +953,258 @@ def mpr(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transform
 
 
 @wp.func
+def refine_normal(shapes: ShapeData, sa: int, xa: wp.transformd, sb: int, xb: wp.transformd, infl: wp.float64,
+                  n0: wp.vec3d, depth0: wp.float64, pa0: wp.vec3d, pb0: wp.vec3d):
+    """MPR's normal is the surface normal where the ray from the interior point meets M: on
+    curved parts (ellipsoids, spheres, rims) that is not the normal of least depth, off by
+    (depth x offset)^2 / curvature. The depth along n, h(n) = max over M of m . n, is least
+    (over unit n) at the true penetration depth (or minus the distance when apart), where the
+    support point s(n) is parallel to n. Newton steps on h in the tangent plane, with the
+    Hessian (M's curvature radii less h) from two more support calls; a step is kept only
+    where it lowers h, so flat faces (where MPR is exact) are left as MPR found them."""
+    n = n0
+    depth = depth0
+    pa = pa0
+    pb = pb0
+    sm, sa_, sb_ = msupport(shapes, sa, xa, sb, xb, n, infl, wp.mat33d(), 0)
+    h = wp.dot(sm, n)
+    eps = f64(1.0e-5)
+    for _it in range(10):
+        g = sm - n * h
+        G = wp.length(g)
+        if G <= f64(1.0e-14) * (ONE + wp.length(sm)):
+            break
+        u = g / G
+        v = wp.cross(n, u)
+        # the support point's derivative along the tangent plane (M's curvature radii),
+        # by finite differences: Hessian of h on the sphere = K - h I
+        su, a1, b1 = msupport(shapes, sa, xa, sb, xb, wp.normalize(n + u * eps), infl, wp.mat33d(), 0)
+        sv, a2, b2 = msupport(shapes, sa, xa, sb, xb, wp.normalize(n + v * eps), infl, wp.mat33d(), 0)
+        kuu = wp.dot(su - sm, u) / eps - h
+        kvv = wp.dot(sv - sm, v) / eps - h
+        kuv = HALF * (wp.dot(su - sm, v) + wp.dot(sv - sm, u)) / eps
+        det = kuu * kvv - kuv * kuv
+        if kuu <= ZERO or kvv <= ZERO or det <= f64(1.0e-12) * (kuu * kuu + kvv * kvv):
+            break  # flat or saddle: MPR's answer stands
+        tu = -G * kvv / det
+        tv = G * kuv / det
+        nn = wp.normalize(n + u * tu + v * tv)
+        sn, an, bn = msupport(shapes, sa, xa, sb, xb, nn, infl, wp.mat33d(), 0)
+        hn = wp.dot(sn, nn)
+        if hn >= h:
+            break
+        n = nn
+        h = hn
+        sm = sn
+        mid = HALF * (an + bn)
+        depth = h
+        pa = mid + n * (HALF * h)
+        pb = mid - n * (HALF * h)
+    return n, depth, pa, pb
+
+
+@wp.func
 def convex_convex(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, xb: wp.transformd):
     infl = k.margin + k.ra + k.rb  # finds gaps up to the margin as overlaps of the inflated A
-    hit, n, depth, pa, pb = mpr(shapes, k.sa, xa, k.sb, xb, infl)
+    hit, n, depth, pa, pb = mpr(shapes, k.sa, xa, k.sb, xb, infl, wp.mat33d(), 0)
     if hit:
+        n, depth, pa, pb = refine_normal(shapes, k.sa, xa, k.sb, xb, infl, n, depth, pa, pb)
         emit(c, k, pa - n * infl, pb, n, depth - infl)
+
+
+# ----------------------------------------------------------------------------------------
+# triangle meshes (shape B): BVH mid-phase, then each triangle against A
+# ----------------------------------------------------------------------------------------
+@wp.func
+def emit_mesh(c: Contacts, k: PairCtx, first: int, pa: wp.vec3d, pb: wp.vec3d, n: wp.vec3d, d_core: wp.float64,
+              merge: wp.float64):
+    """emit() for one triangle's contact: skipped where a contact of this pair already lies
+    within `merge` (the same feature seen from a neighbouring triangle); when the pair holds
+    MESH_MAX contacts, the shallowest is replaced if this one is deeper."""
+    depth = d_core + k.ra + k.rb
+    if depth < -k.margin:
+        return
+    w = k.world
+    q = pa + n * k.ra
+    shallow = int(-1)
+    dmin = f64(1.0e300)
+    for i in range(first, c.count[w]):
+        e = c.point0[w, i] - q
+        if wp.dot(e, e) <= merge * merge and wp.dot(c.normal[w, i], n) > f64(0.999):
+            return
+        if c.depth[w, i] < dmin:
+            dmin = c.depth[w, i]
+            shallow = i
+    if c.count[w] - first < MESH_MAX:
+        emit(c, k, pa, pb, n, d_core)
+    elif depth > dmin:
+        c.point0[w, shallow] = q
+        c.point1[w, shallow] = pb - n * k.rb
+        c.normal[w, shallow] = n
+        c.depth[w, shallow] = depth
+
+
+@wp.func
+def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, xb: wp.transformd):
+    """Shape A (any convex type) against the triangle mesh B: the triangles whose bounding
+    boxes meet A's bounding box (+ margin) come from the mesh's BVH; a sphere gets the exact
+    closest point of each triangle (where it is a local minimum), a box parallel to a
+    triangle its corners, anything else MPR against the triangle (exact on its face)."""
+    sb = k.sb
+    ta = shapes.type[k.sa]
+    da = shapes.dims[k.sa]
+    # A's bounding box in the mesh frame, from its support along the mesh's axes (tighter than
+    # its bounding sphere: fewer triangles to test), grown by the margin and the radii
+    grow = k.margin + k.ra + k.rb
+    inv = wp.transform_inverse(xb)
+    mesh_rot = wp.transform_get_rotation(xb)
+    lo = wp.vec3()
+    hi = wp.vec3()
+    for ax in range(3):
+        e = wp.vec3d(ZERO, ZERO, ZERO)
+        e[ax] = ONE
+        ew = wp.quat_rotate(mesh_rot, e)
+        top = wp.transform_point(inv, support(shapes, k.sa, xa, ew))
+        bot = wp.transform_point(inv, support(shapes, k.sa, xa, -ew))
+        lo[ax] = float(bot[ax] - grow)
+        hi[ax] = float(top[ax] + grow)
+    # float32 BVH boxes: pad by a relative 1e-6 of the coordinates
+    pad = float(1.0e-6) * (wp.max(wp.abs(lo[0]), wp.abs(hi[0])) + wp.max(wp.abs(lo[1]), wp.abs(hi[1]))
+                           + wp.max(wp.abs(lo[2]), wp.abs(hi[2]))) + float(1.0e-6)
+    lo = lo - wp.vec3(pad, pad, pad)
+    hi = hi + wp.vec3(pad, pad, pad)
+    merge = f64(1.0e-9) * (ONE + shapes.bound[k.sa])
+    first = c.count[k.world]
+    v0 = shapes.vert_start[sb]
+    t0 = shapes.tri_start[sb]
+    infl = k.margin + k.ra + k.rb
+    polytope = ta == BOX or ta == CONVEX
+    # A box or hull lying on triangles gets its corners (face_corners) instead of one MPR
+    # point per triangle under it (many equal points that the cap would pick among at random
+    # from step to step); a second pass adds those MPR points only where the corners gave
+    # fewer than 3 contacts (a plateau smaller than the box's face).
+    for sweep in range(2):
+        if sweep == 1 and (not polytope or c.count[k.world] - first >= 3):
+            break
+        query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
+        f = int(0)
+        while wp.mesh_query_aabb_next(query, f):
+            ti = shapes.tris[t0 + f]
+            p0 = wp.transform_point(xb, shapes.verts[v0 + ti[0]])
+            p1 = wp.transform_point(xb, shapes.verts[v0 + ti[1]])
+            p2 = wp.transform_point(xb, shapes.verts[v0 + ti[2]])
+            if ta == SPHERE:
+                pa = wp.transform_get_translation(xa)
+                q = tri_closest(pa, p0, p1, p2)
+                dv = q - pa
+                L = wp.length(dv)
+                if L > f64(1.0e-14) and da[0] - L + k.ra + k.rb >= -k.margin:
+                    if sphere_local_min(shapes, sb, xb, lo, hi, f, pa, q, L):
+                        n = dv / L
+                        emit_mesh(c, k, first, pa + n * da[0], q, n, da[0] - L, merge)
+            else:
+                nf = wp.normalize(wp.cross(p1 - p0, p2 - p0))
+                if sweep == 0 and ta == BOX and box_face_parallel(xa, nf):
+                    # a box face parallel to the triangle (a box resting on a flat mesh): its
+                    # corners are the contacts, no MPR needed (the common case, and the cheap one)
+                    n = -nf
+                    if wp.dot(wp.transform_get_translation(xa) - p0, nf) < ZERO:
+                        n = nf
+                    face_corners(c, k, shapes, first, xa, p0, p1, p2, n, merge)
+                    continue
+                tri = wp.mat33d(p0[0], p0[1], p0[2], p1[0], p1[1], p1[2], p2[0], p2[1], p2[2])
+                hit, n, depth, pa, pb = mpr(shapes, k.sa, xa, k.sb, xb, infl, tri, 1)
+                if hit:
+                    flat = False
+                    if polytope:
+                        flat = wp.abs(wp.dot(nf, n)) >= ONE - f64(1.0e-9)
+                    if sweep == 0:
+                        if flat:
+                            face_corners(c, k, shapes, first, xa, p0, p1, p2, n, merge)
+                        elif not polytope or depth - infl + k.ra + k.rb >= ZERO:
+                            # a box's or hull's face or edge against a triangle's vertex or edge
+                            # only once they overlap: within the margin, every vertex of a flat
+                            # region under a tilting box would be one more (redundant) constraint
+                            emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
+                    elif flat:
+                        emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
+
+
+@wp.func
+def sphere_local_min(shapes: ShapeData, sb: int, xb: wp.transformd, lo: wp.vec3, hi: wp.vec3, f: int,
+                     centre: wp.vec3d, q: wp.vec3d, dist: wp.float64) -> bool:
+    """Triangle f's point q nearest to the ball's centre is a contact only where the distance
+    to the surface has a local minimum there: no other triangle through q (a neighbour across
+    q's edge or vertex) comes nearer. Drops the ghost contacts that the edges of a flat or
+    smooth region's neighbouring triangles would add (redundant constraints, slow to solve);
+    keeps both sides of a valley and a ridge's edge."""
+    tol = f64(1.0e-12) * (ONE + dist)
+    v0 = shapes.vert_start[sb]
+    t0 = shapes.tri_start[sb]
+    query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
+    g = int(0)
+    while wp.mesh_query_aabb_next(query, g):
+        if g == f:
+            continue
+        ti = shapes.tris[t0 + g]
+        a = wp.transform_point(xb, shapes.verts[v0 + ti[0]])
+        b = wp.transform_point(xb, shapes.verts[v0 + ti[1]])
+        c = wp.transform_point(xb, shapes.verts[v0 + ti[2]])
+        if wp.length(tri_closest(q, a, b, c) - q) <= tol:  # the neighbour passes through q
+            if wp.length(tri_closest(centre, a, b, c) - centre) < dist - tol:
+                return False
+    return True
+
+
+@wp.func
+def box_face_parallel(xa: wp.transformd, nf: wp.vec3d) -> bool:
+    """A face of the box with pose xa is parallel to the unit normal nf."""
+    q = wp.transform_get_rotation(xa)
+    best = f64(0.0)
+    for i in range(3):
+        e = wp.vec3d(ZERO, ZERO, ZERO)
+        e[i] = ONE
+        best = wp.max(best, wp.abs(wp.dot(wp.quat_rotate(q, e), nf)))
+    return best >= ONE - f64(1.0e-9)
+
+
+@wp.func
+def inside_tri(q: wp.vec3d, a: wp.vec3d, b: wp.vec3d, c: wp.vec3d, n: wp.vec3d) -> bool:
+    """q (in the triangle's plane, up to round-off) inside triangle abc seen along n."""
+    e0 = wp.dot(wp.cross(b - a, q - a), n)
+    e1 = wp.dot(wp.cross(c - b, q - b), n)
+    e2 = wp.dot(wp.cross(a - c, q - c), n)
+    return (e0 >= ZERO and e1 >= ZERO and e2 >= ZERO) or (e0 <= ZERO and e1 <= ZERO and e2 <= ZERO)
+
+
+@wp.func
+def face_corners(c: Contacts, k: PairCtx, shapes: ShapeData, first: int, xa: wp.transformd, t0: wp.vec3d,
+                 t1: wp.vec3d, t2: wp.vec3d, n: wp.vec3d, merge: wp.float64):
+    """A box or hull touching a triangle on its face (the contact normal is the triangle's):
+    its vertices within the margin of the triangle's plane and above the triangle become
+    contacts too, so a box resting on a mesh gets its corners (as on a plane), not one point
+    per triangle."""
+    mc = k.margin + k.ra + k.rb
+    ta = shapes.type[k.sa]
+    m = int(8)
+    v0 = int(0)
+    if ta == CONVEX:
+        v0 = shapes.vert_start[k.sa]
+        m = shapes.vert_count[k.sa]
+    h = shapes.dims[k.sa]
+    for i in range(m):
+        pl = wp.vec3d()
+        if ta == BOX:
+            pl = wp.vec3d(wp.where((i & 1) != 0, h[0], -h[0]), wp.where((i & 2) != 0, h[1], -h[1]),
+                          wp.where((i & 4) != 0, h[2], -h[2]))
+        else:
+            pl = shapes.verts[v0 + i]
+        p = wp.transform_point(xa, pl)
+        d = wp.dot(p - t0, n)  # > 0: below the triangle's plane, seen from A
+        if d >= -mc:
+            q = p - n * d
+            if inside_tri(q, t0, t1, t2, n):
+                emit_mesh(c, k, first, p, q, n, d, merge)
 
 
 # ----------------------------------------------------------------------------------------
@@ -861,9 +1238,17 @@ def collide_pair(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, 
         elif tb == BOX:
             plane_box(c, k, xa, xb, db)
         elif tb == CYLINDER:
-            plane_cylinder(c, k, xa, xb, db[0], db[1])
+            plane_cylinder(c, k, xa, xb, db[0], db[1], db[0])
+        elif tb == CONE:
+            plane_cylinder(c, k, xa, xb, db[0], db[1], db[2])
         elif tb == CONVEX:
             plane_convex(c, k, shapes, k.sb, xa, xb)
+        elif tb == ELLIPSOID:
+            # strictly convex: the one lowest point is the support point against the normal
+            n = axis_z(xa)
+            p = support(shapes, k.sb, xb, -n)
+            d = wp.dot(p - pa, n)
+            emit(c, k, p - n * d, p, n, -d)
     elif ta == SPHERE and tb == SPHERE:
         ball_ball(c, k, pa, da[0], pb, db[0], wp.vec3d(ZERO, ZERO, ONE))
     elif ta == SPHERE and tb == CAPSULE:
@@ -878,6 +1263,9 @@ def collide_pair(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, 
         capsule_box(c, k, xa, da[0], da[1], xb, db)
     elif ta == BOX and tb == BOX:
         box_box(c, k, xa, da, xb, db)
+    elif tb == MESH:
+        if ta != PLANE and ta != MESH:  # both are refused by the broad phase
+            convex_mesh(c, k, shapes, xa, xb)
     else:
         convex_convex(c, k, shapes, xa, xb)
 
@@ -952,7 +1340,71 @@ def shape_data(table: ShapeTable, device=None) -> ShapeData:
     s.vert_count = wp.array(table.vert_count.astype(np.int32), dtype=wp.int32, device=device)
     verts = table.verts.reshape(-1, 3) if len(table.verts) else np.zeros((1, 3))
     s.verts = wp.array(verts.astype(np.float64), dtype=wp.vec3d, device=device)
+    tris = getattr(table, "tris", None)
+    tri_start = getattr(table, "tri_start", None)
+    tri_count = getattr(table, "tri_count", None)
+    if tri_start is None:
+        tri_start = tri_count = np.zeros(n, np.int32)
+    tris = np.asarray(tris if tris is not None and len(tris) else np.zeros((1, 3)), np.int32).reshape(-1, 3)
+    s.tri_start = wp.array(np.asarray(tri_start, np.int32), dtype=wp.int32, device=device)
+    s.tris = wp.array(tris, dtype=wp.vec3i, device=device)
+    # one BVH per mesh shape (float32 points in the shape frame; exact geometry stays float64)
+    meshes, ids = [], np.zeros(n, np.uint64)
+    for i in range(n):
+        if int(table.type[i]) != SHAPE_MESH:
+            continue
+        v0, nv = int(table.vert_start[i]), int(table.vert_count[i])
+        t0, nt = int(tri_start[i]), int(tri_count[i])
+        if nv == 0 or nt == 0:
+            raise ValueError(f"{table.paths[i]}: a triangle-mesh shape needs points and triangles")
+        m = wp.Mesh(points=wp.array(verts[v0:v0 + nv].astype(np.float32), dtype=wp.vec3, device=device),
+                    indices=wp.array(tris[t0:t0 + nt].reshape(-1).astype(np.int32), dtype=wp.int32, device=device))
+        meshes.append(m)
+        ids[i] = m.id
+    walk_from, adj_start, adj = hull_walk_data(table)
+    s.walk_from = wp.array(walk_from, dtype=wp.int32, device=device)
+    s.adj_start = wp.array(adj_start, dtype=wp.int32, device=device)
+    s.adj = wp.array(adj if len(adj) else np.zeros(1, np.int32), dtype=wp.int32, device=device)
+    s.mesh = wp.array(ids, dtype=wp.uint64, device=device)
+    # the BVHs live as long as the id array does (structs holding this ShapeData share it;
+    # a struct instance itself may be copied when nested in another struct)
+    s.mesh.usdphys_meshes = meshes
     return s
+
+
+# Hulls with more vertices than this get the edge walk for their support function; below it
+# a plain scan over the hull's vertices is as fast (and picks the first of equal vertices).
+HULL_WALK_MIN_VERTS = 64
+
+
+def hull_walk_data(table: ShapeTable):
+    """Per shape, the vertex the support walk starts at (-1: scan), and the hull's edge
+    adjacency per vertex (CSR over the table's vertices), from Qhull's facets; built once.
+    Without scipy (or where Qhull refuses the points) every hull is scanned."""
+    n, nv = len(table), len(table.verts)
+    walk_from = np.full(n, -1, np.int32)
+    nbrs = [set() for _ in range(nv)]
+    big = [i for i in range(n) if int(table.type[i]) == SHAPE_CONVEX and int(table.vert_count[i]) > HULL_WALK_MIN_VERTS]
+    if big:
+        try:
+            from scipy.spatial import ConvexHull, QhullError
+        except ImportError:
+            big = []
+    for i in big:
+        v0, cnt = int(table.vert_start[i]), int(table.vert_count[i])
+        try:
+            hull = ConvexHull(np.asarray(table.verts[v0:v0 + cnt], np.float64))
+        except (QhullError, ValueError):
+            continue
+        for a, b, c in hull.simplices:  # triangulated facets: their edges join hull vertices
+            for x, y in ((a, b), (b, c), (c, a)):
+                nbrs[v0 + x].add(v0 + y)
+                nbrs[v0 + y].add(v0 + x)
+        walk_from[i] = v0 + int(hull.vertices[0])
+    counts = np.array([len(x) for x in nbrs], np.int32)
+    adj_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    adj = np.array([j for x in nbrs for j in sorted(x)], np.int32)
+    return walk_from, adj_start, adj
 
 
 def allocate_contacts(num_worlds: int, capacity: int, device=None) -> Contacts:

@@ -106,6 +106,10 @@ class ModelData:
     row_b0: wp.array(dtype=wp.int32)
     row_b1: wp.array(dtype=wp.int32)
     row_first: wp.array(dtype=wp.int32)  # envelope of A: first row sharing a body (ldl.py)
+    # coupling rows (q_f + ratio q_l = value): the carrier row holding the leader's Jacobian, or
+    # -1; the row's Jacobian is its own plus ratio times the carrier's
+    row_partner: wp.array(dtype=wp.int32)
+    row_ratio: wp.array(dtype=wp.float64)
     row_p0: wp.array(dtype=wp.vec3d)
     row_q0: wp.array(dtype=wp.quatd)
     row_p1: wp.array(dtype=wp.vec3d)
@@ -267,6 +271,17 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
         if b1 >= 0:
             sc.dv[w, b1] = sc.dv[w, b1] + lam * sc.wl1[w, i]
             sc.dL[w, b1] = sc.dL[w, b1] + lam * sc.ja1[w, i]
+        p = m.row_partner[i]
+        if p >= 0:  # a coupling row also acts through its carrier (the leader's DOF)
+            lam_p = lam * m.row_ratio[i]
+            c0 = m.row_b0[p]
+            c1 = m.row_b1[p]
+            if c0 >= 0:
+                sc.dv[w, c0] = sc.dv[w, c0] + lam_p * sc.wl0[w, p]
+                sc.dL[w, c0] = sc.dL[w, c0] + lam_p * sc.ja0[w, p]
+            if c1 >= 0:
+                sc.dv[w, c1] = sc.dv[w, c1] + lam_p * sc.wl1[w, p]
+                sc.dL[w, c1] = sc.dL[w, c1] + lam_p * sc.ja1[w, p]
     for b in range(m.n_bodies):
         x = st.pos[w, b]
         q = st.rot[w, b]
@@ -327,6 +342,11 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
             r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         elif mode == MODE_LOWER or mode == MODE_UPPER:
             r = row_sign(mode) * (row_coord(es, w, i, kind, g) - es.rval[w, i])
+        elif m.row_partner[i] >= 0:  # coupling: unwrapped coordinates, q_f + ratio q_l - value
+            p = m.row_partner[i]
+            gp, pl0, pa0, pl1, pa1 = row_at(m, p, sc.pos1, sc.rot1, w)
+            r = (row_coord(es, w, i, kind, g) + m.row_ratio[i] * row_coord(es, w, p, m.row_kind[p], gp)
+                 - es.rval[w, i])
         else:
             dg = g - es.rval[w, i]
             if kind == ROW_TWIST:
@@ -537,25 +557,10 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
     for i in range(nr):
         if sc.keep[w, i] == 0:
             continue
-        bi0 = m.row_b0[i]
-        bi1 = m.row_b1[i]
         for j in range(first[i], i + 1):
             if sc.keep[w, j] == 0:
                 continue
-            bj0 = m.row_b0[j]
-            bj1 = m.row_b1[j]
-            a = wp.float64(0.0)
-            if bi0 >= 0 and m.inv_mass[w, bi0] > wp.float64(0.0):
-                if bi0 == bj0:
-                    a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
-                if bi0 == bj1:
-                    a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
-            if bi1 >= 0 and m.inv_mass[w, bi1] > wp.float64(0.0):
-                if bi1 == bj0:
-                    a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
-                if bi1 == bj1:
-                    a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
-            sc.Lf[w, i, j] = a
+            sc.Lf[w, i, j] = coupled_entry(m, sc, w, i, j, 1)
     ldl_factor(sc.Lf, sc.Lf, sc.D, sc.keep, sc.sdiag, first, w, nr, RANK_TOL)
     sc.rank_age[w] = 0
     for i in range(nr):
@@ -566,26 +571,62 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
 
 
 @wp.func
+def pair_entry(m: ModelData, sc: Scratch, w: int, i: int, j: int, geo: int) -> wp.float64:
+    """G_i M^-1 G_j^T of two two-body rows (geo = 1: the mass-free G_i S G_j^T of the rank
+    test, unit mass and angular DOFs weighted by geo_ang; only bodies that move count)."""
+    bi0 = m.row_b0[i]
+    bi1 = m.row_b1[i]
+    bj0 = m.row_b0[j]
+    bj1 = m.row_b1[j]
+    a = wp.float64(0.0)
+    if geo != 0:
+        if bi0 >= 0 and m.inv_mass[w, bi0] > wp.float64(0.0):
+            if bi0 == bj0:
+                a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
+            if bi0 == bj1:
+                a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
+        if bi1 >= 0 and m.inv_mass[w, bi1] > wp.float64(0.0):
+            if bi1 == bj0:
+                a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
+            if bi1 == bj1:
+                a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
+        return a
+    if bi0 >= 0:
+        if bi0 == bj0:
+            a = a + wp.dot(sc.jl0[w, i], sc.wl0[w, j]) + wp.dot(sc.ja0[w, i], sc.wa0[w, j])
+        if bi0 == bj1:
+            a = a + wp.dot(sc.jl0[w, i], sc.wl1[w, j]) + wp.dot(sc.ja0[w, i], sc.wa1[w, j])
+    if bi1 >= 0:
+        if bi1 == bj0:
+            a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
+        if bi1 == bj1:
+            a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
+    return a
+
+
+@wp.func
+def coupled_entry(m: ModelData, sc: Scratch, w: int, i: int, j: int, geo: int) -> wp.float64:
+    """pair_entry for rows that may be coupling rows: a row with a partner p has the Jacobian
+    G_i + ratio_i G_p, so the entry gains the partner terms."""
+    a = pair_entry(m, sc, w, i, j, geo)
+    pi = m.row_partner[i]
+    pj = m.row_partner[j]
+    if pi >= 0:
+        a = a + m.row_ratio[i] * pair_entry(m, sc, w, pi, j, geo)
+    if pj >= 0:
+        a = a + m.row_ratio[j] * pair_entry(m, sc, w, i, pj, geo)
+        if pi >= 0:
+            a = a + m.row_ratio[i] * m.row_ratio[j] * pair_entry(m, sc, w, pi, pj, geo)
+    return a
+
+
+@wp.func
 def build_A(m: ModelData, sc: Scratch, w: int):
     """A = G M^-1 G^T at the step start (only body-sharing pairs are non-zero)."""
     nr = m.n_rows
     for i in range(nr):
-        bi0 = m.row_b0[i]
-        bi1 = m.row_b1[i]
         for j in range(i + 1):
-            bj0 = m.row_b0[j]
-            bj1 = m.row_b1[j]
-            a = wp.float64(0.0)
-            if bi0 >= 0:
-                if bi0 == bj0:
-                    a = a + wp.dot(sc.jl0[w, i], sc.wl0[w, j]) + wp.dot(sc.ja0[w, i], sc.wa0[w, j])
-                if bi0 == bj1:
-                    a = a + wp.dot(sc.jl0[w, i], sc.wl1[w, j]) + wp.dot(sc.ja0[w, i], sc.wa1[w, j])
-            if bi1 >= 0:
-                if bi1 == bj0:
-                    a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
-                if bi1 == bj1:
-                    a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
+            a = coupled_entry(m, sc, w, i, j, 0)
             sc.A[w, i, j] = a
             sc.A[w, j, i] = a
 
@@ -811,7 +852,12 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             if m.row_kind[i] == ROW_TWIST:
                 q0 = es.qc[w, i]
             bound = m.row_value[w, i]
-            if mode == MODE_LOWER:
+            if m.el.moving[i] != 0:  # velocity limit: q_{n+1} - q_n within h [-v_max, v_max]
+                if assemble != 0:  # the assembly moves no time forward: no bound (+-inf)
+                    bound = bound * wp.float64(1.0e300) * wp.float64(1.0e300)
+                else:
+                    bound = q0 + h * bound
+            elif mode == MODE_LOWER:
                 bound = wp.min(bound, q0)
             else:
                 bound = wp.max(bound, q0)

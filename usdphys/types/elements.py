@@ -182,8 +182,8 @@ class Bushings:
 
 @dataclass
 class JointDofProperties:
-    """NewtonJointAPI, one row per (joint, DOF); both the per-DOF array form and the scalar
-    newton-usd-schemas form (broadcast; ``scalar_form`` = 1). SI / radians:
+    """NewtonJointAPI (and MuJoCo's joint spring), one row per (joint, DOF); both the per-DOF
+    array form and the scalar newton-usd-schemas form (broadcast; ``scalar_form`` = 1). SI / radians:
     armature kg or kg m^2; efforts N or N m; viscous N s/m or N m s/rad."""
 
     joint_paths: list[str] = field(default_factory=list)
@@ -195,9 +195,36 @@ class JointDofProperties:
     dynamic_friction: np.ndarray = field(default_factory=_f)
     viscous_damping: np.ndarray = field(default_factory=_f)
     scalar_form: np.ndarray = field(default_factory=_i)
+    # newton-usd-schemas' scalar form only (defaults elsewhere): the DOF's speed bound (m/s or
+    # rad/s; inf: none), soft limits (stiffness N/m or N m/rad, inf: hard limit; damping
+    # N s/m or N m s/rad, acting only beyond the limit)
+    velocity_limit: np.ndarray = field(default_factory=_f)
+    limit_stiffness: np.ndarray = field(default_factory=_f)
+    limit_damping: np.ndarray = field(default_factory=_f)
+    # a joint spring on the DOF (MuJoCo's mjc:stiffness / mjc:springref): f = -k (q - q_ref)
+    spring_stiffness: np.ndarray = field(default_factory=_f)
+    spring_reference: np.ndarray = field(default_factory=_f)
 
     def __len__(self) -> int:
         return len(self.joint_paths)
+
+
+@dataclass
+class Couplings:
+    """Joint couplings (NewtonMimicAPI, MuJoCo's joint equality): the follower DOF's coordinate
+    q_f = coef0 + coef1 q_l, q_l the leader's. coef0 in m or rad (the follower's unit)."""
+
+    paths: list[str] = field(default_factory=list)  # follower joint
+    joint: np.ndarray = field(default_factory=_i)
+    dof: list[str] = field(default_factory=list)
+    leader_paths: list[str] = field(default_factory=list)
+    leader: np.ndarray = field(default_factory=_i)
+    leader_dof: list[str] = field(default_factory=list)
+    coef0: np.ndarray = field(default_factory=_f)
+    coef1: np.ndarray = field(default_factory=_f)
+
+    def __len__(self) -> int:
+        return len(self.paths)
 
 
 @dataclass
@@ -211,3 +238,4 @@ class Elements:
     bushings: Bushings
     joint_dofs: JointDofProperties
     functions: PackedTimeFunctions  # shared by loads and motors
+    couplings: Couplings = field(default_factory=Couplings)

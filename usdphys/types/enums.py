@@ -28,6 +28,9 @@ class RowMode(IntEnum):
     SOFT = 3  # implicit spring-damper towards value / target velocity (drive)
     LAW = 4  # force element: implicit force law on the row
     FRICTION = 5  # joint friction: velocity row with a bounded impulse
+    # the leader part of a coupling row (q_f = coef0 + coef1 q_l): never active itself; the
+    # EQUAL row naming it as its partner adds its Jacobian times -coef1 to its own
+    CARRIER = 6
 
 
 class RowLaw(IntEnum):
@@ -39,6 +42,8 @@ class RowLaw(IntEnum):
     USER = 3  # a user Warp function (mbd:userLaw) of (t, g, gdot - v0, k, c, x0): f = P - law
     ARMATURE = 4  # impulse -a (gdot_{n+1/2} - gdot_{n-1/2})
     EFFORT = 5  # force motor: impulse h u(t_n)
+    LIMIT_LOWER = 6  # soft limit: f = -k (g - x0) - c gdot while g < x0, else 0
+    LIMIT_UPPER = 7  # soft limit: the same while g > x0
 
 
 class RowMotor(IntEnum):
@@ -83,6 +88,9 @@ class ShapeType(IntEnum):
     BOX = 3
     CYLINDER = 4
     CONVEX = 5
+    ELLIPSOID = 6  # semi-axes along the shape's X, Y, Z
+    CONE = 7  # a frustum about +Z: bottom radius, half height, top radius (0: a cone)
+    MESH = 8  # a triangle mesh, static only (BVH mid-phase)
 
 
 class TimeFunctionKind(IntEnum):

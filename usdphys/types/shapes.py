@@ -13,7 +13,8 @@ from usdphys.types.enums import ShapeType
 
 SHAPE_PLANE, SHAPE_SPHERE, SHAPE_CAPSULE = ShapeType.PLANE, ShapeType.SPHERE, ShapeType.CAPSULE
 SHAPE_BOX, SHAPE_CYLINDER, SHAPE_CONVEX = ShapeType.BOX, ShapeType.CYLINDER, ShapeType.CONVEX
-SHAPE_NAMES = ("plane", "sphere", "capsule", "box", "cylinder", "convex")
+SHAPE_ELLIPSOID, SHAPE_CONE, SHAPE_MESH = ShapeType.ELLIPSOID, ShapeType.CONE, ShapeType.MESH
+SHAPE_NAMES = ("plane", "sphere", "capsule", "box", "cylinder", "convex", "ellipsoid", "cone", "mesh")
 
 # Used when a collider has no physics material bound (UsdPhysics leaves the default material
 # to the engine; these match PhysX's default material). A material bound with purpose
@@ -36,9 +37,14 @@ class ShapeTable:
     dims[s]            (3,)     plane: (0, 0, 0); sphere: (r, 0, 0); capsule: (r, h, 0) with
                                 h the half-length of the core segment along Z; box: half
                                 extents (hx, hy, hz); cylinder: (r, h, 0), h = half height;
-                                convex: (0, 0, 0)
-    vert_start[s], vert_count[s]  rows of `verts` (convex only; 0, 0 otherwise)
-    verts[v]           (3,)     convex vertices in the shape frame (scale baked in), metres
+                                convex: (0, 0, 0); ellipsoid: semi-axes (a, b, c) along X, Y, Z;
+                                cone: (r_bottom, h, r_top), a frustum z in [-h, h] with the
+                                bottom at -h (a cone: r_top = 0); mesh: (0, 0, 0)
+    vert_start[s], vert_count[s]  rows of `verts` (convex and mesh; 0, 0 otherwise)
+    verts[v]           (3,)     convex hull vertices or triangle-mesh points in the shape frame
+                                (scale baked in), metres
+    tri_start[s], tri_count[s]    rows of `tris` (mesh only; 0, 0 otherwise)
+    tris[t]            (3,) int32 triangle vertex indices, relative to the shape's vert_start
     contact_radius[s]  float64  sweep radius around the shape (MbdCollisionAPI), metres
     bound_radius[s]    float64  bounding sphere about the shape origin incl. contact_radius;
                                 inf for planes
@@ -63,6 +69,9 @@ class ShapeTable:
     vert_start: np.ndarray = None
     vert_count: np.ndarray = None
     verts: np.ndarray = None
+    tri_start: np.ndarray = None
+    tri_count: np.ndarray = None
+    tris: np.ndarray = None
     contact_radius: np.ndarray = None
     bound_radius: np.ndarray = None
     static_friction: np.ndarray = None
@@ -93,7 +102,8 @@ def table_from_specs(specs) -> ShapeTable:
     """A ShapeTable built in code (tests, programmatic scenes): each spec is a dict with
     `type` (SHAPE_*), `body` (int, -1 = world), `dims` (3,), optional `pos` (3,), `rot`
     (x, y, z, w), `verts` (convex, shape frame), `contact_radius`, `enabled`, and material
-    keys as in ShapeTable (defaults as for an unbound collider)."""
+    keys as in ShapeTable (defaults as for an unbound collider); a mesh (SHAPE_MESH, static
+    only) takes `verts` and `tris` (T, 3) indices into its own verts."""
     rows = list(specs)
     n = len(rows)
     t = ShapeTable(paths=[s.get("path", f"/shape{i}") for i, s in enumerate(rows)])
@@ -113,15 +123,20 @@ def table_from_specs(specs) -> ShapeTable:
     t.vert_start = np.array(vs, dtype=np.int32)
     t.vert_count = np.array(vc, dtype=np.int32)
     t.verts = np.concatenate(verts) if verts else np.zeros((0, 3))
+    tris, ts, tc, nt = [], [], [], 0
+    for s in rows:
+        tr = np.asarray(s.get("tris", np.zeros((0, 3))), dtype=np.int32).reshape(-1, 3)
+        ts.append(nt if len(tr) else 0)
+        tc.append(len(tr))
+        tris.append(tr)
+        nt += len(tr)
+    t.tri_start = np.array(ts, dtype=np.int32)
+    t.tri_count = np.array(tc, dtype=np.int32)
+    t.tris = np.concatenate(tris).astype(np.int32) if tris else np.zeros((0, 3), np.int32)
     t.contact_radius = np.array([s.get("contact_radius", 0.0) for s in rows], dtype=np.float64)
     br = []
     for s, d, v, r in zip(rows, t.dims, verts, t.contact_radius):
-        typ = s["type"]
-        b = {SHAPE_PLANE: np.inf, SHAPE_SPHERE: d[0], SHAPE_CAPSULE: d[0] + d[1], SHAPE_BOX: float(np.linalg.norm(d)),
-             SHAPE_CYLINDER: float(np.hypot(d[0], d[1]))}.get(typ)
-        if typ == SHAPE_CONVEX:
-            b = float(np.max(np.linalg.norm(v, axis=1))) if len(v) else 0.0
-        br.append(b + r)
+        br.append(bound_radius(s["type"], d, v) + r)
     t.bound_radius = np.array(br, dtype=np.float64)
     t.collision_enabled = np.array([s.get("enabled", True) for s in rows], dtype=bool)
     defaults = {"static_friction": DEFAULT_STATIC_FRICTION, "dynamic_friction": DEFAULT_DYNAMIC_FRICTION,
@@ -137,3 +152,14 @@ def table_from_specs(specs) -> ShapeTable:
     t.group_no_collide = np.zeros((ng, ng), dtype=bool)
     t.filtered_pairs = set()
     return t
+
+
+def bound_radius(typ: int, dims, verts) -> float:
+    """Radius of a sphere about the shape origin that holds the (core) shape; inf for planes."""
+    d = np.asarray(dims, dtype=np.float64)
+    if typ in (SHAPE_CONVEX, SHAPE_MESH):
+        v = np.asarray(verts, dtype=np.float64).reshape(-1, 3)
+        return float(np.max(np.linalg.norm(v, axis=1))) if len(v) else 0.0
+    return {SHAPE_PLANE: np.inf, SHAPE_SPHERE: d[0], SHAPE_CAPSULE: d[0] + d[1], SHAPE_BOX: float(np.linalg.norm(d)),
+            SHAPE_CYLINDER: float(np.hypot(d[0], d[1])), SHAPE_ELLIPSOID: float(np.max(d)),
+            SHAPE_CONE: float(np.hypot(max(d[0], d[2]), d[1]))}[int(typ)]

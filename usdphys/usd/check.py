@@ -24,6 +24,17 @@ NEWTON_ARRAYS = (
 # newton-usd-schemas' scalar joint attributes: not in our schema, read for compatibility
 NEWTON_FRICTION = "newton:friction"
 NEWTON_DAMPING = "newton:damping"
+NEWTON_VELOCITY_LIMIT = "newton:velocityLimit"
+NEWTON_LIMIT_STIFFNESS = "newton:limitStiffness"
+NEWTON_LIMIT_DAMPING = "newton:limitDamping"
+# the scalar form's attributes that have no per-DOF namesake in our schema
+NEWTON_SCALAR_ONLY = (NEWTON_FRICTION, NEWTON_DAMPING, NEWTON_VELOCITY_LIMIT, NEWTON_LIMIT_STIFFNESS, NEWTON_LIMIT_DAMPING)
+# newton-usd-schemas' NewtonMimicAPI: follower = coef0 + coef1 * leader
+NEWTON_MIMIC_API = "NewtonMimicAPI"
+NEWTON_MIMIC_JOINT = "newton:mimicJoint"
+NEWTON_MIMIC_ENABLED = "newton:mimicEnabled"
+NEWTON_MIMIC_COEF0 = "newton:mimicCoef0"
+NEWTON_MIMIC_COEF1 = "newton:mimicCoef1"
 LIMIT_DOFS = (Tokens.transX, Tokens.transY, Tokens.transZ, Tokens.rotX, Tokens.rotY, Tokens.rotZ)
 # Attribute namespaces and type-name prefix of our schemas: the rules below apply to these only.
 _OUR_NAMESPACES = ("mbd:", "newton:")
@@ -62,13 +73,19 @@ def valid_dofs_for_joint(prim: Usd.Prim) -> tuple[str, ...]:
     return _DOFS_BY_JOINT_TYPE.get(prim.GetTypeName(), LIMIT_DOFS)
 
 
-def has_newton_joint_api(prim: Usd.Prim) -> bool:
-    """NewtonJointAPI is applied, whichever definition (ours, newton-usd-schemas', none) this
-    process registered: the authored apiSchemas list counts too."""
-    if NEWTON_API in prim.GetAppliedSchemas():
+def has_api(prim: Usd.Prim, name: str) -> bool:
+    """The API schema `name` is applied, registered in this process or not: the authored
+    apiSchemas list counts too."""
+    if name in prim.GetAppliedSchemas():
         return True
     listop = prim.GetMetadata("apiSchemas")
-    return bool(listop) and NEWTON_API in listop.ApplyOperations([])
+    return bool(listop) and name in listop.ApplyOperations([])
+
+
+def has_newton_joint_api(prim: Usd.Prim) -> bool:
+    """NewtonJointAPI is applied, whichever definition (ours, newton-usd-schemas', none) this
+    process registered."""
+    return has_api(prim, NEWTON_API)
 
 
 def newton_joint_form(prim: Usd.Prim) -> str | None:
@@ -77,7 +94,7 @@ def newton_joint_form(prim: Usd.Prim) -> str | None:
     def authored(name):
         attr = prim.GetAttribute(name)
         return attr.Get() if attr and attr.HasAuthoredValue() else None
-    if any(authored(n) is not None for n in (NEWTON_FRICTION, NEWTON_DAMPING)):
+    if any(authored(n) is not None for n in NEWTON_SCALAR_ONLY):
         return "scalar"
     values = [authored(n) for n in NEWTON_ARRAYS]
     if any(isinstance(v, (int, float)) for v in values):
@@ -129,7 +146,7 @@ class _Checker:
         def authored(name):
             attr = prim.GetAttribute(name)
             return attr.Get() if attr and attr.HasAuthoredValue() else None
-        scalar = [a for a in (NEWTON_FRICTION, NEWTON_DAMPING) if authored(a) is not None]
+        scalar = [a for a in NEWTON_SCALAR_ONLY if authored(a) is not None]
         scalar += [a for a in NEWTON_ARRAYS if isinstance(authored(a), (int, float))]
         if scalar:
             self.warning(path, "newton-scalar-form", f"scalar NewtonJointAPI attributes {', '.join(scalar)} (newton-usd-schemas form): Newton reads them; usdphys reads them as broadcast to every DOF; the per-DOF form is newton:dofs + arrays")

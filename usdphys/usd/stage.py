@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from pxr import Ar, Pcp, Sdf, Tf, Usd
 
 from usdphys.errors import warn
 
+from usdphys import outfile
 from usdphys.errors import UsdphysError
 
 USD_EXTENSIONS = (".usda", ".usdc", ".usd")
@@ -212,79 +212,33 @@ def copy_stage_metadata(src: Sdf.Layer, dst: Sdf.Layer, keys=STAGE_METADATA) -> 
 
 def check_output_path(output: str | os.PathLike, *inputs: str | os.PathLike, extensions=USD_EXTENSIONS) -> Path:
     """Validate an output path: extension (USD by default), existing folder, not one of the inputs."""
-    out = Path(output)
-    if out.suffix.lower() not in extensions:
-        raise UsdphysError(f"{out}: output must end in {', '.join(extensions)}")
-    if not out.parent.resolve().is_dir():
-        raise UsdphysError(f"{out}: folder {out.parent} does not exist")
-    for inp in inputs:
-        if inp is not None and Path(inp).exists() and out.resolve() == Path(inp).resolve():
-            raise UsdphysError(f"{out}: refusing to overwrite the input file; choose another output")
-    return out
-
-
-def _umask() -> int:
-    # /proc reads it without changing it (os.umask can only be read by setting it, which
-    # races with other threads creating files).
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    return outfile.check_output_path(output, *inputs, extensions=extensions)
 
 
 def _os_reason(exc: OSError) -> str:
-    return exc.strerror or str(exc) or type(exc).__name__
+    return outfile.os_reason(exc)
 
 
-def _atomic(path: Path, write) -> None:
-    """Write through a temp file in the output's folder, then rename over path.
-
-    The result gets the mode any tool would give a new file (0o666 minus the umask), not
-    mkstemp's private 0600. Any failure leaves neither a partial output nor the temp file.
-    """
-    path = Path(path)
-    # Short temp name: an output name near the file-name limit must not fail only because
-    # of the temp file's extra characters.
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:64]}.", suffix=path.suffix, dir=path.parent)
-    except OSError as exc:
-        raise UsdphysError(f"{path}: cannot write: {_os_reason(exc)}") from None
-    try:
-        os.close(fd)
+def _usd_write(path: Path, write):
+    """write(tmp) for outfile.write_atomic, with USD's errors said in one line."""
+    def run(tmp):
         try:
             ok = write(tmp)
         except Tf.ErrorException as exc:
             raise UsdphysError(f"{path}: USD could not write the file ({tf_message(exc)})") from None
         if not ok:
             raise UsdphysError(f"{path}: USD could not write the file")
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise UsdphysError(f"{path}: cannot write: {_os_reason(exc)}") from None
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:  # renamed into place already, or its folder is gone
-            pass
+    return run
 
 
-def write_atomic(path: str | os.PathLike, write) -> Path:
-    """Write any file atomically: write(tmp_path) -> truthy writes it, then it is renamed over path."""
-    _atomic(Path(path), write)
-    return Path(path)
+write_atomic = outfile.write_atomic  # any file (tables, pictures): usdphys/outfile.py
 
 
 def export_layer_atomic(layer: Sdf.Layer, path: str | os.PathLike) -> None:
     """Write an Sdf layer to path via a temp file + rename (no half-written output)."""
-    _atomic(Path(path), lambda tmp: layer.Export(tmp))
+    outfile.write_atomic(path, _usd_write(Path(path), lambda tmp: layer.Export(tmp)))
 
 
 def export_stage_atomic(stage: Usd.Stage, path: str | os.PathLike) -> None:
     """Write a stage's root layer to path atomically."""
-    _atomic(Path(path), lambda tmp: stage.GetRootLayer().Export(tmp))
+    outfile.write_atomic(path, _usd_write(Path(path), lambda tmp: stage.GetRootLayer().Export(tmp)))

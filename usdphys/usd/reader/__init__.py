@@ -9,6 +9,7 @@ the usual case, that is the world frame; PhysX reads it that way too).
 
 usd-core's UsdPhysics parser does the first pass; each concept has its module:
 
+- usdphys.usd.reader.validate: impossible values (errors) and stray relationships (warnings) first;
 - usdphys.usd.reader.bodies: rigid bodies, pose, velocities, mass properties;
 - usdphys.usd.reader.joints: UsdPhysics and composite joints (limits, drives, frames);
 - usdphys.usd.reader.stacked: 1-DOF joints stacked on one body pair (MJCF) -> one joint;
@@ -34,8 +35,9 @@ from usdphys.types.params import add_source, drop_sources
 from usdphys.usd.gfconv import vec3
 from usdphys.usd.reader.bodies import read_bodies, world_scale
 from usdphys.usd.reader.joints import read_joints
-from usdphys.usd.reader.mujoco import disabled_flags
+from usdphys.usd.reader.mujoco import disabled_flags, name_unsimulated
 from usdphys.usd.reader.stacked import merge_stacked_joints, remap_elements
+from usdphys.usd.reader.validate import validate_stage
 from usdphys.usd.tokens import Tokens
 
 STANDARD_GRAVITY = 9.81  # m/s^2, when no PhysicsScene (or no valid magnitude) is authored
@@ -117,6 +119,7 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
     model.kilograms_per_unit = kpu
     defaults = StageDefaults()
 
+    validate_stage(stage, by_type)  # impossible values: one-line errors before anything is read
     _read_scene(stage, by_type.get("Scene", []), model, defaults, warner)
     # usd-core's collider descriptions: the bodies' masses come from them
     shapes = {p: (name, d) for name, items in by_type.items() if name.endswith("Shape") for p, d in items}
@@ -135,6 +138,7 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
     if "limit" in mujoco_off:
         model.joint_lower[:] = -np.inf
         model.joint_upper[:] = np.inf
+    name_unsimulated(stage)
     if model.body_count == 0:
         warn(f"{source}: no dynamic rigid body (UsdPhysics RigidBodyAPI) to simulate")
     return model, defaults

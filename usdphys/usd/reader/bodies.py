@@ -154,7 +154,8 @@ def mass_properties(stage, body_prim, desc, shapes, mpu, kpu, warner):
         # UsdPhysics precedence: collider MassAPI > body MassAPI > bound physics material > 1000
         density = s_density * kpu / mpu**3 if s_density else (
             body_density or _material_density(sprim, mpu, kpu) or DEFAULT_DENSITY_SI)
-        res = _shape_mass(sdesc, kind, density, mpu)
+        res = _ellipsoid_mass(sprim, body_prim, density, mpu) if kind == "SphereShape" else None
+        res = res or _shape_mass(sdesc, kind, density, mpu)
         if res is None and kind == "MeshShape":
             res = _mesh_mass(sprim, body_prim, density, mpu)  # the mesh collides as its convex hull
         if res is None:
@@ -225,10 +226,21 @@ def _shape_mass(desc, kind: str, density: float, mpu: float):
         a, b, c = (vec3(desc.halfExtents) * mpu).tolist()
         m = density * 8 * a * b * c
         Ic = np.diag([m / 3 * (b * b + c * c), m / 3 * (a * a + c * c), m / 3 * (a * a + b * b)])
-    elif kind in ("CylinderShape", "CapsuleShape", "ConeShape", "Cylinder1ShapeDesc", "Capsule1Shape"):
-        r = desc.radius * mpu if hasattr(desc, "radius") else desc.topRadius * mpu
+    elif kind in ("CylinderShape", "CapsuleShape", "ConeShape", "Cylinder1Shape", "Capsule1Shape"):
+        r = desc.radius * mpu if hasattr(desc, "radius") else desc.bottomRadius * mpu
         hh = desc.halfHeight * mpu
         ax = AXIS_INDEX.get(str(desc.axis).split(".")[-1], 2)
+        if kind in ("Cylinder1Shape", "Capsule1Shape"):
+            rt = desc.topRadius * mpu
+            if abs(rt - r) > 1e-6 * max(rt, r):
+                if kind == "Capsule1Shape":
+                    return None  # a tapered capsule: no collider either (reader/shapes.py warns)
+                # a frustum (bottom r at -hh, top rt at +hh), which collides as one
+                m, zc, ia, it = _frustum_mass(r, rt, hh, density)
+                d = np.full(3, it)
+                d[ax] = ia
+                return m, lp + rm @ (np.eye(3)[ax] * zc), rm @ np.diag(d) @ rm.T
+            kind = "CylinderShape" if kind == "Cylinder1Shape" else "CapsuleShape"
         if kind == "CylinderShape":
             m = density * math.pi * r * r * 2 * hh
             ia = 0.5 * m * r * r
@@ -251,6 +263,43 @@ def _shape_mass(desc, kind: str, density: float, mpu: float):
     else:
         return None
     return m, lp, rm @ Ic @ rm.T
+
+
+def _frustum_mass(rb: float, rt: float, hh: float, density: float):
+    """(mass, com offset along the axis, axial and transverse moments about the com) of a
+    solid frustum, radius rb at -hh to rt at +hh: Gauss-Legendre over the axis, exact for
+    these polynomials (degree <= 4 in z)."""
+    x, w = np.polynomial.legendre.leggauss(5)
+    z, w = x * hh, w * hh
+    r2 = (rb + (rt - rb) * (z + hh) / (2.0 * hh)) ** 2
+    m = density * math.pi * float(np.sum(w * r2))
+    zc = density * math.pi * float(np.sum(w * z * r2)) / m
+    ia = density * math.pi / 2.0 * float(np.sum(w * r2 * r2))
+    it = density * math.pi * float(np.sum(w * (r2 * r2 / 4.0 + z * z * r2))) - m * zc * zc
+    return m, zc, ia, it
+
+
+def _ellipsoid_mass(prim, body_prim, density: float, mpu: float):
+    """(mass, com, inertia about com in the body frame) of a Sphere under a non-uniform (or
+    sheared) scale, which collides as an ellipsoid (usd-core's desc takes the largest scale
+    as a radius); None for a uniformly scaled sphere."""
+    radius = UsdGeom.Sphere(prim).GetRadiusAttr().Get() if prim else None
+    if radius is None:
+        return None
+    cache = UsdGeom.XformCache()
+    rel = row_matrix(cache.GetLocalToWorldTransform(prim)) @ np.linalg.inv(
+        rigid_frame(cache.GetLocalToWorldTransform(body_prim)))
+    a = rel[:3, :3]
+    if not np.all(np.isfinite(a)):
+        return None
+    _u, sv, vt = np.linalg.svd(a)
+    if sv[0] - sv[-1] <= 1e-6 * sv[0]:
+        return None
+    ax = sv * float(radius) * mpu  # semi-axes along the rows of vt
+    m = density * 4.0 / 3.0 * math.pi * float(np.prod(ax))
+    sq = ax * ax
+    d = m / 5.0 * np.array([sq[1] + sq[2], sq[0] + sq[2], sq[0] + sq[1]])
+    return m, rel[3, :3] * mpu, vt.T @ np.diag(d) @ vt
 
 
 def _mesh_mass(prim, body_prim, density: float, mpu: float):

@@ -31,15 +31,21 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
-from usdphys.errors import UsdphysError
+from usdphys.errors import UsdphysError, warn
 from usdphys.types.elements import (
-    DEG, MODE_FORCE, MODE_IDS, PER_DEG_TO_PER_RAD, RESOLVE_BODY0, RESOLVE_BODY1, RESOLVE_IDS, RESOLVE_WORLD, AxialSpringDampers, Bushings, Elements, JointDofProperties,
+    DEG, MODE_FORCE, MODE_IDS, PER_DEG_TO_PER_RAD, RESOLVE_BODY0, RESOLVE_BODY1, RESOLVE_IDS, RESOLVE_WORLD, AxialSpringDampers, Bushings, Couplings, Elements, JointDofProperties,
     Loads, Motors, RotationalSpringDampers, SpringDampers, Units,
 )
 from usdphys.types.laws import ScalarLaw, pack_laws
 from usdphys.types.timefunc import TimeFunction, TimeFunctionTable
 from usdphys.math3d import quat_mul, quat_rotate
-from usdphys.usd.check import LIMIT_DOFS, NEWTON_DAMPING, NEWTON_FRICTION, has_newton_joint_api, valid_dofs_for_joint
+from usdphys.usd.check import (
+    LIMIT_DOFS, NEWTON_DAMPING, NEWTON_FRICTION, NEWTON_LIMIT_DAMPING, NEWTON_LIMIT_STIFFNESS, NEWTON_MIMIC_API,
+    NEWTON_MIMIC_COEF0, NEWTON_MIMIC_COEF1, NEWTON_MIMIC_ENABLED, NEWTON_MIMIC_JOINT, NEWTON_SCALAR_ONLY,
+    NEWTON_VELOCITY_LIMIT,
+    has_api, has_newton_joint_api, valid_dofs_for_joint,
+)
+from usdphys.usd.reader.mujoco import MJC_POLY_COEFS, MJC_STIFFNESS, mujoco_joint_spring
 from usdphys.usd.gfconv import quat_xyzw, vec3
 from usdphys.usd.tokens import Tokens
 
@@ -496,10 +502,15 @@ class _Reader:
                 raise UsdphysError(f"{prim.GetPath()}: NewtonJointAPI applies only to PhysicsJoint prims")
             rows.extend(self._newton(prim))
         u = self.units
-        cols: dict[str, list] = {k: [] for k in ("joint", "angular", "armature", "static_friction", "dynamic_friction", "viscous_damping", "scalar_form")}
-        for path, jidx, dof, arm, st, dyn, visc, scalar in rows:
+        names = ("joint", "angular", "armature", "static_friction", "dynamic_friction", "viscous_damping", "scalar_form",
+                 "velocity_limit", "limit_stiffness", "limit_damping", "spring_stiffness", "spring_reference")
+        cols: dict[str, list] = {k: [] for k in names}
+        for path, jidx, dof, arm, st, dyn, visc, scalar, extra in rows:
             angular = dof in ANGULAR_DOFS
             effort = u.torque if angular else u.force
+            # per unit of the DOF's coordinate: degrees (-> radians) or stage lengths (-> metres)
+            per_q = u.torque * PER_DEG_TO_PER_RAD if angular else u.mass
+            q_unit = DEG if angular else u.length
             out.joint_paths.append(path)
             out.dof.append(dof)
             cols["joint"].append(jidx)
@@ -507,11 +518,54 @@ class _Reader:
             cols["armature"].append(arm * (u.torque if angular else u.mass))
             cols["static_friction"].append(st * effort)
             cols["dynamic_friction"].append(dyn * effort)
-            cols["viscous_damping"].append(visc * (u.torque * PER_DEG_TO_PER_RAD if angular else u.mass))
+            cols["viscous_damping"].append(visc * per_q)
             cols["scalar_form"].append(scalar)
+            vlim, lk, lc, sk, sref = extra
+            cols["velocity_limit"].append(vlim * q_unit)
+            cols["limit_stiffness"].append(lk * per_q)
+            cols["limit_damping"].append(lc * per_q)
+            cols["spring_stiffness"].append(sk * per_q)
+            cols["spring_reference"].append(sref * q_unit)
         for name, vals in cols.items():
             setattr(out, name, np.array(vals, dtype=np.int32 if name in ("joint", "angular", "scalar_form") else np.float64))
         return out
+
+    def _scalar_extras(self, prim: Usd.Prim) -> tuple:
+        """(velocity limit, limit stiffness, limit damping, spring stiffness, spring reference)
+        authored on a joint, in the stage's units per DEGREE for angular DOFs (as NewtonJointAPI
+        writes them): velocityLimit inf = none; limitStiffness inf = a hard limit (also for
+        -inf, "the engine's default": usdphys' limits are hard); a finite limitStiffness makes
+        the limit a spring-damper acting only beyond it (limitDamping -inf = 0)."""
+        def authored(name):
+            attr = prim.GetAttribute(name)
+            if not attr or not attr.HasAuthoredValue():
+                return None
+            v = attr.Get()
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise UsdphysError(f"{_where(prim, name)} = {v!r}: expected a number") from None
+            if math.isnan(v):
+                raise UsdphysError(f"{_where(prim, name)} = nan: expected a number")
+            return v
+
+        vlim = authored(NEWTON_VELOCITY_LIMIT)
+        if vlim is None:
+            vlim = math.inf
+        elif not vlim > 0:
+            raise UsdphysError(f"{_where(prim, NEWTON_VELOCITY_LIMIT)} = {vlim:g}: expected a speed > 0 (inf: no limit)")
+        lk = authored(NEWTON_LIMIT_STIFFNESS)
+        lk = math.inf if lk is None or lk == -math.inf else lk
+        if lk < 0:
+            raise UsdphysError(f"{_where(prim, NEWTON_LIMIT_STIFFNESS)} = {lk:g}: expected >= 0, inf (hard limit) "
+                               "or -inf (the engine's default: hard here)")
+        lc = authored(NEWTON_LIMIT_DAMPING)
+        lc = 0.0 if lc is None or lc == -math.inf else lc
+        if not (0 <= lc < math.inf):
+            raise UsdphysError(f"{_where(prim, NEWTON_LIMIT_DAMPING)} = {lc:g}: expected a finite value >= 0 "
+                               "(or -inf: the engine's default, 0 here)")
+        sk, sref = mujoco_joint_spring(prim, _scalar)
+        return vlim, lk, lc, sk, sref
 
     def _newton(self, prim: Usd.Prim) -> list[tuple]:
         path = str(prim.GetPath())
@@ -521,9 +575,12 @@ class _Reader:
         # newton:armature has a float fallback, which must not read as the scalar form.
         raw = {n: (prim.GetAttribute(n).Get() if prim.GetAttribute(n).HasAuthoredValue() else None) for n in names}
         scalar_names = [n for n in names if isinstance(raw[n], (int, float))]
-        extra = {n: prim.GetAttribute(n) for n in (NEWTON_FRICTION, NEWTON_DAMPING)}
+        extra = {n: prim.GetAttribute(n) for n in _SCALAR_ONLY}
         scalar_names += [n for n, a in extra.items() if a and a.HasAuthoredValue()]
-        if scalar_names:  # newton-usd-schemas form: broadcast to every DOF the joint leaves free
+        extras = self._scalar_extras(prim)
+        if scalar_names or not has_newton_joint_api(prim):
+            # newton-usd-schemas form (or only MuJoCo's joint spring): broadcast to every DOF
+            # the joint leaves free
             def val(name: str) -> float:
                 v = _scalar(prim, name)
                 if v < 0:
@@ -537,7 +594,7 @@ class _Reader:
             visc = val(Tokens.newtonViscousDamping) if Tokens.newtonViscousDamping in scalar_names else damping
             if dyn > st:
                 raise UsdphysError(f"{path}: newton:dynamicFrictionEffort {dyn} exceeds newton:staticFrictionEffort {st} (scalar form)")
-            return [(path, jidx, dof, arm, st, dyn, visc, 1) for dof in free_dofs(prim)]
+            return [(path, jidx, dof, arm, st, dyn, visc, 1, extras) for dof in free_dofs(prim)]
         dofs = [str(t) for t in (prim.GetAttribute(Tokens.newtonDofs).Get() or [])]
         allowed = valid_dofs_for_joint(prim)
         for dof in dofs:
@@ -562,7 +619,56 @@ class _Reader:
         for i, (s, d) in enumerate(zip(st, dyn)):
             if d > s:
                 raise UsdphysError(f"{_where(prim, Tokens.newtonDynamicFrictionEffort)}[{i}] ({dofs[i]}) = {d} exceeds newton:staticFrictionEffort[{i}] = {s}")
-        return [(path, jidx, dofs[i], arm[i], st[i], dyn[i], visc[i], 0) for i in range(len(dofs))]
+        rows = [(path, jidx, dofs[i], arm[i], st[i], dyn[i], visc[i], 0, extras) for i in range(len(dofs))]
+        if extras[3] > 0:  # MuJoCo's joint spring beside the per-DOF form: on every free DOF
+            listed = set(dofs)
+            rows += [(path, jidx, dof, 0.0, 0.0, 0.0, 0.0, 0, extras) for dof in free_dofs(prim) if dof not in listed]
+        return rows
+
+
+    def couplings(self, prims: list[Usd.Prim]) -> Couplings:
+        """NewtonMimicAPI on 1-DOF joints: follower = coef0 + coef1 * leader. A relationship
+        that leads nowhere usable is a warning (the coupling is dropped); mixed units are an
+        error (the schema leaves them undefined)."""
+        out = Couplings()
+        for prim in prims:
+            path = str(prim.GetPath())
+            attr = prim.GetAttribute(NEWTON_MIMIC_ENABLED)
+            if attr and attr.HasAuthoredValue() and not attr.Get():
+                continue  # authored off: the joint moves on its own
+            rel = prim.GetRelationship(NEWTON_MIMIC_JOINT)
+            targets = rel.GetTargets() if rel else []
+            leader = prim.GetStage().GetPrimAtPath(targets[0]) if len(targets) == 1 else None
+            if not leader or not leader.IsA(UsdPhysics.Joint):
+                what = ("has no target" if not targets else f"has {len(targets)} targets" if len(targets) > 1
+                        else f"targets {targets[0]}, which is not a PhysicsJoint")
+                warn(f"{_where(prim, NEWTON_MIMIC_JOINT)} {what}; the coupling is ignored (the joint moves on its own)")
+                continue
+            dofs, ldofs = free_dofs(prim), free_dofs(leader)
+            if len(dofs) != 1 or len(ldofs) != 1:
+                warn(f"{path}: NewtonMimicAPI couples 1-DOF joints only ({path} has {len(dofs)} DOFs, {leader.GetPath()} "
+                     f"{len(ldofs)}); the coupling is ignored")
+                continue
+            angular, langular = dofs[0] in ANGULAR_DOFS, ldofs[0] in ANGULAR_DOFS
+            if angular != langular:
+                raise UsdphysError(f"{path}: NewtonMimicAPI couples a {'rotation' if angular else 'translation'} to "
+                                   f"{leader.GetPath()}'s {'rotation' if langular else 'translation'}; expected two joints "
+                                   "of one kind (the coefficients have no units across kinds)")
+            coef0 = _scalar(prim, NEWTON_MIMIC_COEF0, 0.0)
+            coef1 = _scalar(prim, NEWTON_MIMIC_COEF1, 1.0)
+            higher = [n for n in MJC_POLY_COEFS if _scalar(prim, n, 0.0) != 0.0]
+            if higher:
+                warn(f"{path}: the joint coupling's terms {', '.join(higher)} are not simulated; "
+                     "the coupling is linear (newton:mimicCoef0 + newton:mimicCoef1 * leader)")
+            out.paths.append(path)
+            out.dof.append(dofs[0])
+            out.leader_paths.append(str(leader.GetPath()))
+            out.leader_dof.append(ldofs[0])
+            out.joint = np.append(out.joint, self.joint(path)).astype(np.int32)
+            out.leader = np.append(out.leader, self.joint(str(leader.GetPath()))).astype(np.int32)
+            out.coef0 = np.append(out.coef0, coef0 * (DEG if angular else self.units.length))
+            out.coef1 = np.append(out.coef1, coef1)
+        return out
 
 
 def free_dofs(joint: Usd.Prim) -> tuple[str, ...]:
@@ -583,7 +689,12 @@ def free_dofs(joint: Usd.Prim) -> tuple[str, ...]:
 
 
 # newton-usd-schemas' scalar attributes (newton:armature shares our per-DOF name)
-_SCALAR_NEWTON = (Tokens.newtonArmature, NEWTON_FRICTION, NEWTON_DAMPING)
+_SCALAR_ONLY = NEWTON_SCALAR_ONLY
+_SCALAR_NEWTON = (Tokens.newtonArmature,) + _SCALAR_ONLY
+# joints read for their per-DOF properties even without NewtonJointAPI
+_DOF_ATTRIBUTES = _SCALAR_NEWTON + (MJC_STIFFNESS,)
+
+
 def _user_law(prim: Usd.Prim) -> str:
     """mbd:userLaw: the name of a law the simulation supplies ("" = the element's own law)."""
     value = prim.GetAttribute(Tokens.mbdUserLaw).Get()
@@ -602,7 +713,7 @@ def read_elements(
     """Every Mbd* element, bushing and NewtonJointAPI joint of the stage as SI tables."""
     reader = _Reader(stage, body_index, joint_index, body_scale)
     by_type: dict[str, list[Usd.Prim]] = {t: [] for t in _ELEMENT_TYPES}
-    bushing_joints, newton_joints = [], []
+    bushing_joints, newton_joints, mimic_joints = [], [], []
     for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
         t = prim.GetTypeName()
         if t in by_type:
@@ -611,8 +722,10 @@ def read_elements(
         if Tokens.MbdBushingAPI in applied:
             bushing_joints.append(prim)
         if has_newton_joint_api(prim) or (prim.IsA(UsdPhysics.Joint) and any(
-                prim.GetAttribute(n) and prim.GetAttribute(n).HasAuthoredValue() for n in _SCALAR_NEWTON)):
+                prim.GetAttribute(n) and prim.GetAttribute(n).HasAuthoredValue() for n in _DOF_ATTRIBUTES)):
             newton_joints.append(prim)  # scalar newton-usd-schemas attributes count without the API too
+        if prim.IsA(UsdPhysics.Joint) and (has_api(prim, NEWTON_MIMIC_API) or prim.HasRelationship(NEWTON_MIMIC_JOINT)):
+            mimic_joints.append(prim)
     spring_dampers = reader.spring_dampers(by_type[Tokens.MbdSpringDamper])
     axial = reader.axial(by_type[Tokens.MbdAxialSpringDamper])
     rotational = reader.rotational(by_type[Tokens.MbdRotationalSpringDamper])
@@ -630,4 +743,5 @@ def read_elements(
         bushings=bushings,
         joint_dofs=joint_dofs,
         functions=reader.functions.pack(),
+        couplings=reader.couplings(mimic_joints),
     )

@@ -1,6 +1,7 @@
 """Collision shapes from a USD stage into a flat NumPy shape table (SI units).
 
-Every prim with `PhysicsCollisionAPI` becomes one row of a `ShapeTable`:
+Every prim with `PhysicsCollisionAPI` becomes one row of a `ShapeTable` (a convex
+decomposition: one row per piece, all with the prim's path):
 
 - owner: the nearest ancestor (or the prim itself) with `PhysicsRigidBodyAPI`, mapped to a
   model body index by the caller's `body_index(body_prim_path) -> int`; no such ancestor, or
@@ -8,8 +9,12 @@ Every prim with `PhysicsCollisionAPI` becomes one row of a `ShapeTable`:
 - pose: relative to the owner's *rigid frame* (`rigid_frame` of its local-to-world matrix:
   translation plus the orthonormalised rotation, scale removed). Intermediate xforms and
   scale are accounted for; scale is baked into the dimensions (non-uniform scale where the
-  shape allows it: box axes, capsule/cylinder length; meshes take any affine map).
-- canonical shape frame: capsule and cylinder axis, and plane normal, along local +Z.
+  shape allows it: box axes, capsule/cylinder/cone length; a sphere under any scale is an
+  ellipsoid; meshes take any affine map).
+- canonical shape frame: capsule, cylinder and cone axis, and plane normal, along local +Z.
+- meshes: a static one keeps its triangles (the narrow phase builds a BVH); on a moving
+  body it collides as its convex hull, built here once (or CoACD's pieces for
+  `convexDecomposition`).
 - dimensions in metres (stage `metersPerUnit`), see `ShapeTable.dims`.
 
 USD stays here: the narrow phase only sees the arrays.
@@ -25,8 +30,8 @@ from usdphys.errors import UsdphysError, warn
 from usdphys.math3d import quat_from_matrix, rigid_frame
 from usdphys.types.shapes import (
     DEFAULT_DYNAMIC_FRICTION, DEFAULT_POISSON_RATIO, DEFAULT_RESTITUTION, DEFAULT_STATIC_FRICTION,
-    DEFAULT_YOUNG_MODULUS, SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CONVEX, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE,
-    ShapeTable,
+    DEFAULT_YOUNG_MODULUS, SHAPE_BOX, SHAPE_CONE, SHAPE_CONVEX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_ELLIPSOID,
+    SHAPE_MESH, SHAPE_PLANE, SHAPE_SPHERE, ShapeTable, bound_radius,
 )
 from usdphys.usd.gfconv import row_matrix
 from usdphys.usd.tokens import Tokens
@@ -196,12 +201,14 @@ class _Reader:
         mpu = self.mpu
         geo = None  # (type, rot, dims, verts or None, pos)
         if prim.IsA(UsdGeom.Sphere):
-            rot, s = _decompose(path, a, None)
-            if not (_equal(s[0], s[1]) and _equal(s[0], s[2])):
-                raise UsdphysError(f"{path}: a sphere collider needs a uniform scale (xformOp:scale "
-                                   f"along its path), got scale factors {tuple(float(x) for x in s)}")
-            r = _positive(path, "radius", _attr(prim, "radius", 1.0)) * s[0] * mpu
-            geo = (SHAPE_SPHERE, rot, (r, 0.0, 0.0), None, t)
+            # any linear map takes a sphere to an ellipsoid (converters write MJCF ellipsoids
+            # as scaled spheres): its principal axes and semi-axes are the map's SVD
+            rot, s = _ellipsoid_axes(path, a)
+            r = _positive(path, "radius", _attr(prim, "radius", 1.0)) * mpu
+            if _equal(s[0], s[1]) and _equal(s[0], s[2]):  # a sphere keeps its prim's own frame
+                geo = (SHAPE_SPHERE, _decompose(path, a, None)[0], (r * s[0], 0.0, 0.0), None, t)
+            else:
+                geo = (SHAPE_ELLIPSOID, rot, tuple(r * s), None, t)
         elif prim.IsA(UsdGeom.Cube):
             rot, s = _decompose(path, a, None)
             h = 0.5 * _positive(path, "size", _attr(prim, "size", 2.0)) * mpu
@@ -213,9 +220,11 @@ class _Reader:
                 rt = _attr(prim, "radiusTop", 0.5 if capsule else 1.0)
                 rb = _attr(prim, "radiusBottom", 0.5 if capsule else 1.0)
                 if not _equal(float(rt), float(rb)):
-                    self._warn(path, f"{prim.GetTypeName()} with radiusTop != radiusBottom (a cone) is not "
-                               "supported as a collider: skipped")
-                    return None
+                    if capsule:
+                        self._warn(path, "Capsule_1 with radiusTop != radiusBottom (a tapered capsule) is not "
+                                   "supported as a collider: skipped")
+                        return None
+                    return body, self.frustum(prim, path, a, t, rb, rt, _attr(prim, "height", 2.0))
                 radius = rt
             else:
                 radius = _attr(prim, "radius", 0.5 if capsule else 1.0)
@@ -229,6 +238,8 @@ class _Reader:
             r = _positive(path, "radius", radius) * s[0] * mpu
             h = 0.5 * _positive(path, "height", height) * s[2] * mpu
             geo = (SHAPE_CAPSULE if capsule else SHAPE_CYLINDER, rot, (r, h, 0.0), None, t)
+        elif prim.IsA(UsdGeom.Cone):
+            geo = self.frustum(prim, path, a, t, _attr(prim, "radius", 1.0), 0.0, _attr(prim, "height", 2.0))
         elif prim.IsA(UsdGeom.Plane):
             axis = AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
             rot, _s = _decompose(path, a, axis)
@@ -236,16 +247,29 @@ class _Reader:
             # flipped axis is a tangent one)
             geo = (SHAPE_PLANE, rot, (0.0, 0.0, 0.0), None, t)
         elif prim.IsA(UsdGeom.Mesh):
-            geo = self.mesh(prim, path, a, t)
+            geo = self.mesh(prim, path, a, t, static=body < 0)
             if geo is None:
                 return None
         else:
             self._warn(path, f"PhysicsCollisionAPI on a {prim.GetTypeName() or 'typeless prim'} is not a "
-                       "supported collision shape (Sphere, Cube, Capsule, Cylinder, Plane, Mesh): skipped")
+                       "supported collision shape (Sphere, Cube, Capsule, Cylinder, Cone, Plane, Mesh): skipped")
             return None
         return body, geo
 
-    def mesh(self, prim, path, a, t):
+    def frustum(self, prim, path, a, t, r_bottom, r_top, height):
+        """A Cone, or a Cylinder_1 with unequal radii: the frustum about +Z, bottom at -h (a
+        mirror keeps the apex where it was: canonical +Z is the image of the local axis)."""
+        axis = AXIS_INDEX[str(_attr(prim, "axis", "Z"))]
+        rot, s = _decompose(path, a, axis)
+        if not _equal(s[0], s[1]):
+            raise UsdphysError(f"{path}: a {prim.GetTypeName()} collider needs equal scale across its axis "
+                               f"(xformOp:scale), got {float(s[0])} and {float(s[1])}")
+        rb = _positive(path, "radius", r_bottom) * s[0] * self.mpu
+        rt = _positive(path, "radius", r_top) * s[0] * self.mpu
+        h = 0.5 * _positive(path, "height", height) * s[2] * self.mpu
+        return (SHAPE_CONE, rot, (rb, h, rt), None, t)
+
+    def mesh(self, prim, path, a, t, static):
         pts = _attr(prim, "points", None)
         if pts is None or len(pts) == 0:
             self._warn(path, "collision mesh has no points: skipped")
@@ -253,15 +277,26 @@ class _Reader:
         approx = "none"
         if prim.HasAPI(UsdPhysics.MeshCollisionAPI):
             approx = str(UsdPhysics.MeshCollisionAPI(prim).GetApproximationAttr().Get())
+        p = np.asarray(pts, dtype=np.float64).reshape(-1, 3) @ a * self.mpu + t  # owner frame, metres
+        if not np.all(np.isfinite(p)):
+            raise UsdphysError(f"{path}: points holds a NaN or inf value")
         if approx in ("none", "meshSimplification", "sdf"):
-            self._warn(path, f"physics:approximation '{approx}' (triangle mesh) is not supported: "
-                       "the mesh collides as its convex hull")
+            if static:
+                tris = _triangles(prim, path, len(p))
+                if len(tris):
+                    centre = 0.5 * (p.min(axis=0) + p.max(axis=0))
+                    return (SHAPE_MESH, np.eye(3), (0.0, 0.0, 0.0), (p - centre, tris), centre)
+                self._warn(path, "collision mesh has no faces (faceVertexCounts): it collides as the convex hull "
+                           "of its points")
+            else:
+                self._warn(path, f"physics:approximation '{approx}' (triangle mesh) on a moving body: the mesh "
+                           "collides as its convex hull")
         elif approx == "convexDecomposition":
-            self._warn(path, "physics:approximation 'convexDecomposition' is not supported: the mesh "
-                       "collides as one convex hull")
+            pieces = self.decompose(prim, path, p)
+            if pieces:
+                return pieces
         elif approx not in ("convexHull", "boundingSphere", "boundingCube"):
             self._warn(path, f"physics:approximation '{approx}' is unknown: the mesh collides as its convex hull")
-        p = np.asarray(pts, dtype=np.float64).reshape(-1, 3) @ a * self.mpu + t  # owner frame, metres
         p = np.unique(np.round(p, 12), axis=0)
         centre = p.mean(axis=0)  # inside the hull (a bounding-box centre need not be)
         if approx == "boundingSphere":
@@ -277,12 +312,83 @@ class _Reader:
         hull = convex_hull_vertices(p - centre)
         return (SHAPE_CONVEX, np.eye(3), (0.0, 0.0, 0.0), hull, centre)
 
+    def decompose(self, prim, path, p):
+        """convexDecomposition: CoACD's convex pieces (the optional `mesh` extra), each
+        one hull row of the table; None (and a warning) where CoACD is absent or fails."""
+        try:
+            import coacd
+        except ImportError:
+            self._warn(path, "physics:approximation 'convexDecomposition' needs CoACD (pip install "
+                       "usdphys[mesh]): the mesh collides as one convex hull")
+            return None
+        tris = _triangles(prim, path, len(p))
+        if len(tris) == 0:
+            self._warn(path, "convexDecomposition of a mesh without faces: it collides as one convex hull")
+            return None
+        coacd.set_log_level("error")
+        try:  # seeded: the same stage always gives the same pieces
+            parts = coacd.run_coacd(coacd.Mesh(p, tris.astype(np.int64)), seed=0)
+        except Exception as exc:  # noqa: BLE001  (CoACD raises plain RuntimeErrors)
+            self._warn(path, f"convexDecomposition failed in CoACD ({exc}): the mesh collides as one convex hull")
+            return None
+        out = []
+        for verts, _faces in parts:
+            v = np.asarray(verts, dtype=np.float64).reshape(-1, 3)
+            if len(v) < 4:
+                continue
+            centre = v.mean(axis=0)
+            out.append((SHAPE_CONVEX, np.eye(3), (0.0, 0.0, 0.0), convex_hull_vertices(v - centre), centre))
+        return out or None
+
+
+def _ellipsoid_axes(path: str, a: np.ndarray):
+    """Principal axes (rotation, columns = shape axes in the parent frame) and semi-axis
+    factors of the image of the unit sphere under the linear map with rows `a`."""
+    if not np.all(np.isfinite(a)):
+        raise UsdphysError(f"{path}: its transform holds a NaN or inf value")
+    _u, sv, vt = np.linalg.svd(a)
+    if sv[-1] <= 1e-12 * max(sv[0], 1e-300):
+        raise UsdphysError(f"{path}: zero scale in its transform (xformOp:scale): cannot collide")
+    rot = vt.T.copy()
+    if np.linalg.det(rot) < 0.0:  # an ellipsoid is symmetric about each axis
+        rot[:, 2] = -rot[:, 2]
+    return rot, sv
+
+
+def _triangles(prim, path: str, n_points: int) -> np.ndarray:
+    """The mesh's faces as triangles (T, 3): polygons fanned from their first vertex."""
+    counts = np.asarray(_attr(prim, "faceVertexCounts", []) or [], dtype=np.int64)
+    idx = np.asarray(_attr(prim, "faceVertexIndices", []) or [], dtype=np.int64)
+    if len(counts) == 0:
+        return np.zeros((0, 3), np.int32)
+    if np.any(counts < 3) or counts.sum() != len(idx):
+        raise UsdphysError(f"{path}: faceVertexCounts (each >= 3, summing to {len(idx)} faceVertexIndices) "
+                           "does not match faceVertexIndices")
+    if len(idx) and (idx.min() < 0 or idx.max() >= n_points):
+        raise UsdphysError(f"{path}: faceVertexIndices holds an index outside 0..{n_points - 1} (points)")
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    fan = [(s0, s0 + k, s0 + k + 1) for s0, c in zip(starts, counts) for k in range(1, int(c) - 1)]
+    tris = idx[np.asarray(fan, dtype=np.int64)].reshape(-1, 3)
+    keep = (tris[:, 0] != tris[:, 1]) & (tris[:, 1] != tris[:, 2]) & (tris[:, 0] != tris[:, 2])
+    return tris[keep].astype(np.int32)
+
 
 def convex_hull_vertices(points: np.ndarray) -> np.ndarray:
-    """Distinct points whose convex hull is the collision shape. No hull is built: the
-    narrow phase only needs the support function max_v(v . d), which is exact over all
-    points (interior points cost time, never accuracy)."""
-    return np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    """The vertices of the points' convex hull, built once here so that the narrow phase's
+    support function max_v(v . d) scans only them (scipy's Qhull, the optional `mesh` extra).
+    Without scipy, or for flat or degenerate point sets Qhull refuses, all points are kept:
+    the support function is exact over them too (interior points cost time, not accuracy)."""
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+    if len(pts) < 5:
+        return pts
+    try:
+        from scipy.spatial import ConvexHull, QhullError
+    except ImportError:
+        return pts
+    try:
+        return pts[np.sort(ConvexHull(pts).vertices)]
+    except (QhullError, ValueError):
+        return pts
 
 
 def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -> ShapeTable:
@@ -293,10 +399,11 @@ def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -
     """
     time = Usd.TimeCode.Default() if time is None else time
     rd = _Reader(stage, body_index, time)
-    cols = {k: [] for k in ("type", "body", "pos", "rot", "dims", "vs", "vc", "cr", "br", "en", "mat")}
+    cols = {k: [] for k in ("type", "body", "pos", "rot", "dims", "vs", "vc", "ts", "tc", "cr", "br", "en", "mat")}
+    cols["count"] = (0, 0)
     paths = []
     verts = []
-    nv = 0
+    tris = []
     prims = []
     for prim in Usd.PrimRange(stage.GetPseudoRoot(), Usd.TraverseInstanceProxies()):
         if not prim.HasAPI(UsdPhysics.CollisionAPI):
@@ -306,35 +413,17 @@ def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -
         out = rd.shape(prim)
         if out is None:
             continue
-        body, (typ, rot, dims, hull, pos) = out
+        body, geos = out
         path = str(prim.GetPath())
         cr = 0.0
         if prim.HasAPI(Tokens.MbdCollisionAPI):
             cr = _positive(path, Tokens.mbdContactRadius, _attr(prim, Tokens.mbdContactRadius, 0.0)) * rd.mpu
-        dims = np.asarray(dims, dtype=np.float64)
-        if typ == SHAPE_CONVEX:
-            cols["vs"].append(nv)
-            cols["vc"].append(len(hull))
-            verts.append(hull)
-            nv += len(hull)
-            br = float(np.max(np.linalg.norm(hull, axis=1))) if len(hull) else 0.0
-        else:
-            cols["vs"].append(0)
-            cols["vc"].append(0)
-            br = {SHAPE_PLANE: np.inf, SHAPE_SPHERE: dims[0], SHAPE_CAPSULE: dims[0] + dims[1],
-                  SHAPE_BOX: float(np.linalg.norm(dims)), SHAPE_CYLINDER: float(np.hypot(dims[0], dims[1]))}[typ]
         enabled = _attr(prim, UsdPhysics.Tokens.physicsCollisionEnabled, True)
-        cols["type"].append(typ)
-        cols["body"].append(body)
-        cols["pos"].append(np.asarray(pos, dtype=np.float64))
-        cols["rot"].append(quat_from_matrix(np.asarray(rot)))
-        cols["dims"].append(dims)
-        cols["cr"].append(cr)
-        cols["br"].append(br + cr)
-        cols["en"].append(bool(enabled))
-        cols["mat"].append(rd.material(prim))
-        paths.append(path)
-        prims.append(prim)
+        material = rd.material(prim)
+        # one row per shape; a convex decomposition gives one prim several rows (same path)
+        for typ, rot, dims, hull, pos in (geos if isinstance(geos, list) else [geos]):
+            _append_row(cols, paths, prims, verts, tris, prim, path, body, typ, rot, dims, hull, pos, cr, enabled,
+                        material)
 
     n = len(paths)
     t = ShapeTable(paths=paths)
@@ -346,6 +435,9 @@ def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -
     t.vert_start = np.array(cols["vs"], dtype=np.int32)
     t.vert_count = np.array(cols["vc"], dtype=np.int32)
     t.verts = np.concatenate(verts).reshape(-1, 3) if verts else np.zeros((0, 3))
+    t.tri_start = np.array(cols["ts"], dtype=np.int32)
+    t.tri_count = np.array(cols["tc"], dtype=np.int32)
+    t.tris = np.concatenate(tris).reshape(-1, 3).astype(np.int32) if tris else np.zeros((0, 3), np.int32)
     t.contact_radius = np.array(cols["cr"], dtype=np.float64)
     t.bound_radius = np.array(cols["br"], dtype=np.float64)
     t.collision_enabled = np.array(cols["en"], dtype=bool)
@@ -356,6 +448,34 @@ def read_shapes(stage: Usd.Stage, body_index: Callable[[str], int], time=None) -
     t.material_paths = [m["path"] for m in cols["mat"]]
     _read_filtering(stage, t, prims, rd)
     return t
+
+
+def _append_row(cols, paths, prims, verts, tris, prim, path, body, typ, rot, dims, hull, pos, cr, enabled, material):
+    dims = np.asarray(dims, dtype=np.float64)
+    tri = np.zeros((0, 3), np.int32)
+    if typ == SHAPE_MESH:
+        hull, tri = hull
+    if hull is None:
+        hull = np.zeros((0, 3))
+    nv, nt = cols["count"]  # vertices and triangles so far
+    cols["count"] = (nv + len(hull), nt + len(tri))
+    cols["vs"].append(nv if len(hull) else 0)
+    cols["vc"].append(len(hull))
+    verts.append(hull)
+    cols["ts"].append(nt if len(tri) else 0)
+    cols["tc"].append(len(tri))
+    tris.append(tri)
+    cols["type"].append(typ)
+    cols["body"].append(body)
+    cols["pos"].append(np.asarray(pos, dtype=np.float64))
+    cols["rot"].append(quat_from_matrix(np.asarray(rot)))
+    cols["dims"].append(dims)
+    cols["cr"].append(cr)
+    cols["br"].append(bound_radius(typ, dims, hull) + cr)
+    cols["en"].append(bool(enabled))
+    cols["mat"].append(material)
+    paths.append(path)
+    prims.append(prim)
 
 
 def _read_filtering(stage, t: ShapeTable, prims, rd: _Reader) -> None:
@@ -387,9 +507,11 @@ def _read_filtering(stage, t: ShapeTable, prims, rd: _Reader) -> None:
             if query.IsPathIncluded(prim.GetPath()):
                 members[gi].add(s)
         for target in api.GetFilteredGroupsRel().GetTargets():
-            if str(target) not in canon:
-                raise UsdphysError(f"{g.GetPath()}: physics:filteredGroups targets {target}, "
-                                   "which is not a PhysicsCollisionGroup")
+            if str(target) not in canon:  # broken references exist in the wild: decide, do not stop
+                what = "does not exist" if not stage.GetPrimAtPath(target) else "is not a PhysicsCollisionGroup"
+                warn(f"{g.GetPath()}: physics:filteredGroups targets {target}, which {what}; "
+                     "that target is ignored (the group's other filters stay)")
+                continue
             filtered[gi].add(canon[str(target)])
         if _attr(g, UsdPhysics.Tokens.physicsInvertFilteredGroups, False):
             inverted[gi] = True

@@ -13,7 +13,8 @@ motors of the stacked joints are moved onto the merged DOF by ``remap_elements``
 Frame: MuJoCo composes a body's joints in their order (the first hinge's axis stays fixed in the
 parent, the last one's in the child). The merged joint's frame 0 takes the hinge axes in that
 order as its x, y, z: two hinges a, b -> x = a, y = b, z = a x b, the generic joint's Cardan row
-(rotZ locked) keeps x on body 0 perpendicular to y on body 1, exactly MuJoCo's universal joint;
+(rotZ locked) keeps x on body 0 perpendicular to y on body 1, exactly MuJoCo's universal joint,
+and its two coordinates (limits, drives, springs, couplings) are MuJoCo's two hinge angles;
 a third hinge must lie along +-z (with -z its coordinate, limits and drive change sign). Three
 hinges leave the rotation free (a ball); their limits and drives act on the angles of the x-y-z
 sequence, which are MuJoCo's three hinge coordinates (model.dof_row). Slides must come before every hinge (MuJoCo moves a slide's axis with
@@ -196,9 +197,19 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> dict[str, tuple[int,
 
 
 def remap_elements(elements, merged: dict) -> None:
-    """Move motors and NewtonJointAPI rows of stacked joints onto their merged joint's DOF."""
+    """Move motors, NewtonJointAPI rows and joint couplings of stacked joints onto their
+    merged joint's DOF (a reversed DOF flips what is measured along it)."""
     if elements is None or not merged:
         return
+    cp = elements.couplings
+    for e in range(len(cp)):
+        sf = sl = 1.0
+        if cp.paths[e] in merged and cp.dof[e] in ("angle", "distance"):
+            _, cp.dof[e], sf = merged[cp.paths[e]]
+        if cp.leader_paths[e] in merged and cp.leader_dof[e] in ("angle", "distance"):
+            _, cp.leader_dof[e], sl = merged[cp.leader_paths[e]]
+        cp.coef0[e] *= sf  # s_f q_f' = c0 + c1 s_l q_l'
+        cp.coef1[e] *= sf * sl
     for table in (elements.motors, elements.joint_dofs):
         for e, path in enumerate(table.joint_paths):
             if path in merged and table.dof[e] in ("angle", "distance"):
@@ -207,3 +218,5 @@ def remap_elements(elements, merged: dict) -> None:
                     warn(f"{table.paths[e]}: its DOF is reversed in the merged joint of {path}; "
                          "the motor acts on the reversed coordinate")
                 table.dof[e] = tok
+                if s < 0 and table is elements.joint_dofs:  # the spring's reference is a coordinate
+                    table.spring_reference[e] = -table.spring_reference[e]
