@@ -12,6 +12,7 @@ The public API, loaded on first use:
     usdphys.assemble(stage) -> AssemblyReport   SNAP: place bodies from mate connectors
     usdphys.simulate(stage, ...) -> Result      any UsdPhysics stage, Warp solver
     usdphys.render(result, "motion.png")        draw a result: PNG strip, GIF or MP4 (usdphys[render])
+    usdphys.sweep(stage, spec, outdir)          many variants of a stage, one table row each (docs/sweeps.md)
     usdphys.register_schemas() -> Path          explicit registration (what import usdphys.usd does)
     usdphys.plugin_path() -> Path               the folder for PXR_PLUGINPATH_NAME
 """
@@ -29,6 +30,7 @@ _API = {
     "simulate": ("usdphys.simulate", "simulate"),
     "Result": ("usdphys.simulate", "Result"),
     "render": ("usdphys.drawing", "render"),
+    "sweep": ("usdphys.sweep", "sweep"),
     "register_schemas": ("usdphys.usd.plugin", "register"),
     "plugin_path": ("usdphys.usd.plugin", "plugin_path"),
     "SchemaRegistrationError": ("usdphys.usd.plugin", "SchemaRegistrationError"),

@@ -4,6 +4,7 @@
     check        usdphys.usd.check.check_stage
     assemble     usdphys.usd.assemble.assemble_to_layer
     simulate     usdphys.simulate.simulate (+ Result.write_table)
+    sweep        usdphys.sweep.sweep
     plot         usdphys.plot.plot
     render       usdphys.drawing.render
     plugin-path  usdphys.usd.plugin.plugin_path
@@ -27,7 +28,8 @@ import numpy as np
 from usdphys.errors import UsdphysError
 
 # `usdphys assemble`: written, but some body stayed unresolved or some mate's frames do not
-# coincide (listed). 0 is complete, 1 bad input (nothing written).
+# coincide (listed); `usdphys sweep`: written, but some variants failed (their rows say why).
+# 0 is complete, 1 bad input (nothing written).
 EXIT_INCOMPLETE = 2
 # Interrupted by Ctrl-C (SIGINT) / by SIGTERM: 128 + the signal's number, as a shell reports it.
 EXIT_INTERRUPTED = 130
@@ -215,6 +217,37 @@ def _simulate(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- sweep
+def _sweep_arguments(parser) -> None:
+    parser.add_argument("input", help="USD stage every variant overrides (never modified)")
+    parser.add_argument("--spec", required=True, help="sweep spec (.yaml): overrides, run settings, metrics "
+                                                      "(docs/sweeps.md)")
+    parser.add_argument("-o", "--output", required=True, metavar="OUTDIR",
+                        help="folder for results.csv (+ results.parquet with pyarrow); a re-run skips the "
+                             "variants already there")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="local: a process pool on this machine (default); ray: Ray tasks (usdphys[ray])")
+    parser.add_argument("--address", default=None, help="Ray cluster to join (default: start Ray locally)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes (default: every core; 1 runs in this process)")
+    parser.add_argument("--layers", action="store_true",
+                        help="also write each variant's result layer (its overrides and motion over INPUT) "
+                             "to OUTDIR/layers/")
+    parser.add_argument("--allow-missing", action="store_true", help=ALLOW_MISSING_HELP)
+
+
+def _sweep(args) -> int:
+    from usdphys.sweep import sweep
+
+    s = sweep(args.input, args.spec, args.output, backend=args.backend, address=args.address,
+              workers=args.workers, layers=args.layers, progress=True, allow_missing=args.allow_missing)
+    print(f"wrote {s.table}{f' and {s.parquet.name}' if s.parquet else ''}: {s.variants} variants "
+          f"({s.ran} run in {s.tasks} task(s), {s.skipped} already done, {s.failed} failed) in {s.wall_s:.1f} s")
+    if s.warned:
+        print(f"{s.warned} variant(s) warned: see the warnings column")
+    return EXIT_INCOMPLETE if s.failed else 0
+
+
 # ---------------------------------------------------------------------------- plot
 def _plot_arguments(parser) -> None:
     parser.add_argument("result", help="result layer written by simulate --record, or its --table (.csv/.parquet)")
@@ -280,6 +313,8 @@ SUBCOMMANDS = {
                  _assemble_arguments, _assemble),
     "simulate": ("simulate a UsdPhysics stage and write body motion as time samples in a new layer",
                  _simulate_arguments, _simulate),
+    "sweep": ("simulate many variants of a stage (attribute overrides from a spec) on every core or a Ray "
+              "cluster; one table row per variant", _sweep_arguments, _sweep),
     "plot": ("plot the quantities a simulation recorded (joints, elements, energy) into a .png / .svg / .pdf",
              _plot_arguments, _plot),
     "render": ("draw the bodies' shapes at chosen frames of a result: a PNG strip, a GIF or an MP4 (no display needed)",

@@ -123,7 +123,7 @@ def build_layer(stage: Usd.Stage, body_paths: list[str], positions: np.ndarray, 
     return layer
 
 
-def _merge_missing(src: Sdf.Layer, dst: Sdf.Layer) -> None:
+def merge_missing(src: Sdf.Layer, dst: Sdf.Layer) -> None:
     """Copy src's opinions into dst as overs wherever dst has none (dst's own ones win)."""
 
     def visit(path: Sdf.Path) -> None:
@@ -192,7 +192,7 @@ def write_result(stage: Usd.Stage, body_paths, positions, orientations, fps, out
     if channels:
         add_channels(stage, layer, channels, world, meters_per_unit)
     if extra_layer is not None:
-        _merge_missing(extra_layer, layer)
+        merge_missing(extra_layer, layer)
     export_layer_atomic(layer, out)
     return out
 
