@@ -130,3 +130,13 @@ def test_a_filtered_group_that_is_not_a_group_is_ignored_with_a_warning(caplog, 
     assert any(f"/World/Group: physics:filteredGroups targets {target}, which {what}; that target is ignored"
                in r.getMessage() for r in caplog.records)
     assert model.shapes is not None
+
+
+def test_a_drive_type_token_is_not_taken_for_a_number():
+    """drive:<dof>:physics:type is a token ("force" / "acceleration"): it is not a value to check
+    (Newton's kamino stages author it; reading its letters as numbers was a traceback)."""
+    stage = rich()
+    joint = stage.GetPrimAtPath("/World/JA")
+    joint.CreateAttribute("drive:angular:physics:type", Sdf.ValueTypeNames.Token).Set("force")
+    model, _ = read_stage(stage)
+    assert model.joint_count >= 1

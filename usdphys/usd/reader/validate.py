@@ -27,13 +27,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from pxr import Gf, Usd, UsdGeom, UsdPhysics
+from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError, warn
 from usdphys.usd.gfconv import transform_fault
 
 _REL_TOL = 1e-6  # the triangle inequality of principal moments, relative (float32 authoring)
 _SHAPE_SIZES = {"radius": 0.0, "size": 0.0, "height": None}  # name -> must exceed (None: >= 0)
+_NUMERIC_TYPES = {Sdf.ValueTypeNames.Float, Sdf.ValueTypeNames.Double, Sdf.ValueTypeNames.Half}
 
 
 def _numbers(value) -> list[float]:
@@ -177,6 +178,8 @@ def check_joint(prim: Usd.Prim) -> None:
         parts = name.split(":")
         if len(parts) != 4 or parts[0] not in ("limit", "drive") or parts[2] != "physics":
             continue
+        if attr.GetTypeName().scalarType not in _NUMERIC_TYPES:
+            continue  # drive:<dof>:physics:type is a token ("force" / "acceleration")
         value = _not_nan(prim, name)
         if value is None or parts[0] != "drive":
             continue
