@@ -129,7 +129,7 @@ def load_spec(spec) -> SweepSpec:
     """A spec from a YAML file path or a dict (the same keys), validated."""
     import jsonschema
 
-    from usdphys.converters.chrono.validate import _message
+    from usdphys.converters.chrono.validate import _message, non_finite_paths
     from usdphys.converters.chrono.yamlio import Doc, format_path, load
 
     if isinstance(spec, dict):
@@ -163,7 +163,7 @@ def load_spec(spec) -> SweepSpec:
     data = doc.data
     if "grid" not in data and "samples" not in data:
         raise doc.error((), "nothing to vary: give a grid and/or samples")
-    for path in _non_finite(data, ()):
+    for path, _ in non_finite_paths(data, ()):
         raise doc.error(path, "must be a finite number")
 
     lines: dict[str, int] = {}
@@ -231,17 +231,6 @@ def _check_key(doc, path, key) -> None:
         parse_key(key)
     except ValueError as exc:
         raise doc.error(path, str(exc)) from None
-
-
-def _non_finite(data, path):
-    if isinstance(data, float) and not math.isfinite(data):
-        yield path
-    elif isinstance(data, dict):
-        for k, v in data.items():
-            yield from _non_finite(v, path + (k,))
-    elif isinstance(data, list):
-        for i, v in enumerate(data):
-            yield from _non_finite(v, path + (i,))
 
 
 def _sample(samples: dict, doc) -> np.ndarray:

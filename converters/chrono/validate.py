@@ -91,16 +91,16 @@ def _message(error: jsonschema.ValidationError) -> tuple[tuple, str]:
     return path, error.message
 
 
-def _non_finite(data, path: tuple):
+def non_finite_paths(data, path: tuple):
     """Paths of every NaN or infinite number in data (YAML's .nan, .inf, or 1e400 overflowing)."""
     if isinstance(data, float) and not math.isfinite(data):
         yield path, data
     elif isinstance(data, dict):
         for k, v in data.items():
-            yield from _non_finite(v, path + (k,))
+            yield from non_finite_paths(v, path + (k,))
     elif isinstance(data, list):
         for i, v in enumerate(data):
-            yield from _non_finite(v, path + (i,))
+            yield from non_finite_paths(v, path + (i,))
 
 
 def validate(doc: Doc, schema_name: str, definition: str | None = None, base: tuple = ()) -> list[tuple]:
@@ -130,7 +130,7 @@ def validate(doc: Doc, schema_name: str, definition: str | None = None, base: tu
         errors.append(f"{doc.where(base + path)}: {format_path(base + path)}: {msg}")
     # JSON Schema's "number" admits NaN and infinities; no Chrono quantity is meaningful as
     # one, and they would reach the stage (or the solver) silently
-    for path, value in _non_finite(data, base):
+    for path, value in non_finite_paths(data, base):
         errors.append(f"{doc.where(path)}: {format_path(path)}: must be a finite number, got {value!r}")
     if errors:
         more = f"\n... and {len(errors) - MAX_ERRORS} more" if len(errors) > MAX_ERRORS else ""
