@@ -18,6 +18,7 @@ ROW_TWIST = wp.constant(int(RowKind.TWIST))
 ROW_DIST = wp.constant(int(RowKind.DIST))
 ROW_LIN1 = wp.constant(int(RowKind.LIN1))
 ROW_POINT = wp.constant(int(RowKind.POINT))
+ROW_CROSS = wp.constant(int(RowKind.CROSS))
 MODE_EQUAL = wp.constant(int(RowMode.EQUAL))
 MODE_LOWER = wp.constant(int(RowMode.LOWER))
 MODE_UPPER = wp.constant(int(RowMode.UPPER))
@@ -167,6 +168,19 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         g = wp.atan2(wp.dot(x0, wp.quat_rotate(Q1, basis(i))), wp.dot(x0, wp.quat_rotate(Q1, basis(j))))
         ja0 = -k
         ja1 = k
+    elif kind == ROW_CROSS:  # along e0[a] x e1[b]: both turn, so their rotation enters too
+        a = axis // 3
+        b = axis - 3 * a
+        ea = wp.quat_rotate(Q0, basis(a))
+        eb = wp.quat_rotate(Q1, basis(b))
+        u = wp.cross(ea, eb)
+        d = P1 - P0
+        g = wp.dot(u, d)
+        # d/dt (u . d): u . (v1 + w1 x (P1 - x1) - v0 - w0 x (P0 - x0)) + d . ((w0 x ea) x eb + ea x (w1 x eb))
+        jl0 = -u
+        ja0 = wp.cross(u, P0 - x0) + wp.cross(ea, wp.cross(eb, d))
+        jl1 = u
+        ja1 = wp.cross(P1 - x1, u) + wp.cross(eb, wp.cross(d, ea))
     elif kind == ROW_LIN1:  # along an axis of frame 1 (revolute-translational joint)
         e = wp.quat_rotate(Q1, basis(axis))
         g = wp.dot(e, P1 - P0)

@@ -17,6 +17,7 @@ class RowKind(IntEnum):
     DIST = 3  # |P1 - P0|
     LIN1 = 4  # e1[axis] . (P1 - P0): along an axis of frame 1 (revolute-translational joint)
     POINT = 5  # e_world[axis] . ((1 - value) P0 + value P1): a point on the line P0 P1 (spring mass)
+    CROSS = 6  # (e0[a] x e1[b]) . (P1 - P0) (axis = 3 a + b): a Cardan joint whose hinges are apart
 
 
 class RowMode(IntEnum):

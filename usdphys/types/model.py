@@ -33,8 +33,9 @@ DOF_NAMES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 
 # short names for the enum members, as the row-building code below uses them
 ROW_LIN, ROW_PERP, ROW_TWIST, ROW_DIST, ROW_LIN1 = RowKind.LIN, RowKind.PERP, RowKind.TWIST, RowKind.DIST, RowKind.LIN1
+ROW_CROSS = RowKind.CROSS
 ROW_POINT = RowKind.POINT
-ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1", "point")
+ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1", "point", "cross")
 MODE_EQUAL, MODE_LOWER, MODE_UPPER, MODE_SOFT = RowMode.EQUAL, RowMode.LOWER, RowMode.UPPER, RowMode.SOFT
 MODE_LAW, MODE_FRICTION = RowMode.LAW, RowMode.FRICTION
 COMPOSITE_NONE = Composite.NONE
@@ -118,6 +119,11 @@ class Model:
     # composite joints (COMPOSITE_*) and their distance (m)
     joint_composite: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
     joint_composite_distance: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # a Cardan joint (one rotation i locked) whose two hinges are apart, as MJCF writes two hinges
+    # at different points of one body: frame 1's origin (on the second hinge) seen from frame 0's
+    # (on the first) along e0[i+1], e1[i+2] and e0[i+1] x e1[i+2], constant as the joint moves
+    # (all zero: one anchor)
+    joint_anchor_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
 
     # force elements, loads, motors, bushings, NewtonJointAPI (usdphys.types.elements.Elements, SI,
     # points in body PRIM frames); None: none. The solver turns them into rows / loads
@@ -180,7 +186,7 @@ class Model:
                   drive_stiffness=None, drive_damping=None, drive_target_pos=None,
                   drive_target_vel=None, drive_max_force=None, drive_accel=None,
                   dist_min=np.nan, dist_max=np.nan, is_distance=False, composite=COMPOSITE_NONE,
-                  composite_distance=0.0) -> int:
+                  composite_distance=0.0, anchor_offset=(0.0, 0.0, 0.0)) -> int:
         """Append one joint; per-DOF arrays are length 6 (transX..rotZ), SI / radians."""
         def six(v, default):
             return np.full(6, default, float) if v is None else np.asarray(v, float).reshape(6)
@@ -209,6 +215,7 @@ class Model:
         self.joint_is_distance = cat([self.joint_is_distance, [bool(is_distance)]])
         self.joint_composite = cat([self.joint_composite, [int(composite)]]).astype(int)
         self.joint_composite_distance = cat([self.joint_composite_distance, [float(composite_distance)]])
+        self.joint_anchor_offset = cat([self.joint_anchor_offset.reshape(-1, 3), [np.asarray(anchor_offset, float)]])
         return self.joint_count - 1
 
     def replicate(self, worlds: int) -> "Model":
@@ -302,11 +309,21 @@ class Model:
                         add(ROW_DIST, 0, MODE_UPPER, hi)
                 continue
             locked = self.joint_locked[j]
-            for a in range(3):  # translations along frame-0 axes
-                if locked[a]:
-                    add(ROW_LIN, a, MODE_EQUAL)
             free_rot = [a for a in range(3) if not locked[3 + a]]
             lock_rot = [a for a in range(3) if locked[3 + a]]
+            offset = self.joint_anchor_offset[j] if j < len(self.joint_anchor_offset) else np.zeros(3)
+            if np.any(offset != 0) and all(locked[:3]) and len(lock_rot) == 1:
+                # hinges apart: frame 1's origin keeps its place in the frame that turns with the
+                # first hinge, whose axes are e0[first], e1[second] and their cross product (the
+                # Cardan row below keeps e0[first] and e1[second] perpendicular)
+                first, second = (lock_rot[0] + 1) % 3, (lock_rot[0] + 2) % 3
+                add(ROW_LIN, first, MODE_EQUAL, offset[0])
+                add(ROW_LIN1, second, MODE_EQUAL, offset[1])
+                add(ROW_CROSS, 3 * first + second, MODE_EQUAL, offset[2])
+            else:
+                for a in range(3):  # translations along frame-0 axes
+                    if locked[a]:
+                        add(ROW_LIN, a, MODE_EQUAL)
             # locked rotations: keep axes of the two frames perpendicular (exact Jacobians)
             if len(lock_rot) == 3:
                 for a, b in ((0, 1), (0, 2), (1, 2)):

@@ -20,7 +20,12 @@ hinges leave the rotation free (a ball); their limits and drives act on the angl
 sequence, which are MuJoCo's three hinge coordinates (model.dof_row). Slides must come before every hinge (MuJoCo moves a slide's axis with
 the rotations applied before it) and lie along the frame's axes.
 
-A stack that does not fit (axes not orthogonal, hinges at different anchors, a slide after a
+Two hinges at different points of the body (MJCF joint positions: dm_control's humanoid ankles)
+rotate as MuJoCo's: frame 0 sits on the first hinge, frame 1 on the second, and the second's
+point keeps its place in the frame that turns with the first (`Model.joint_anchor_offset`: the
+translation rows hold its components along x0, y1 and x0 x y1, the last a CROSS row).
+
+A stack that does not fit (axes not orthogonal, three hinges at different anchors, a slide after a
 hinge, two joints on one axis, other joint types) is left as UsdPhysics reads it, with one
 warning naming the joints and why: the pair stays welded where the joints' DOFs cannot add.
 Without the flag UsdPhysics semantics stay, with one warning naming the welded body pairs.
@@ -31,7 +36,7 @@ import numpy as np
 from pxr import Usd
 
 from usdphys.errors import warn
-from usdphys.math3d import matrix_to_quat, quat_rotate
+from usdphys.math3d import matrix_to_quat, quat_mul, quat_rotate
 from usdphys.types.model import Model
 
 ADD_MOBILITY = "newton:jointsAddMobility"
@@ -40,7 +45,7 @@ _PER_JOINT = ("joint_body0", "joint_body1", "joint_pos0", "joint_rot0", "joint_p
               "joint_locked", "joint_lower", "joint_upper", "joint_drive_stiffness", "joint_drive_damping",
               "joint_drive_target_pos", "joint_drive_target_vel", "joint_drive_max_force", "joint_drive_accel",
               "joint_dist_min", "joint_dist_max", "joint_is_distance", "joint_composite",
-              "joint_composite_distance")
+              "joint_composite_distance", "joint_anchor_offset")
 _ANCHOR_TOL = 1e-5  # m: the converter writes anchors as float32 (point3f)
 _AXIS_TOL = 1e-4  # |cos| between axes; float32 quaternions give ~1e-7
 
@@ -89,7 +94,8 @@ def _fit(model: Model, js: list[int]):
         for j, *_ in hinges[1:]:
             if (np.linalg.norm(model.joint_pos0[j] - model.joint_pos0[h0]) > _ANCHOR_TOL
                     or np.linalg.norm(model.joint_pos1[j] - model.joint_pos1[h0]) > _ANCHOR_TOL):
-                return "the hinges have different anchors"
+                if len(hinges) != 2 or len(info) != 2:
+                    return "the hinges have different anchors (supported for exactly two hinges and no slide)"
     if len(hinges) > 3:
         return "more than three hinges"
     # frame axes: hinges in composition order, then slides' directions
@@ -128,6 +134,23 @@ def _fit(model: Model, js: list[int]):
     return matrix_to_quat(R0), matrix_to_quat(R1), out
 
 
+def _anchor_offset(model: Model, b0: int, b1: int, pos0, rot0, pos1, rot1) -> np.ndarray:
+    """Frame 1's origin seen from frame 0's in the input pose, along frame 0's x, frame 1's y and
+    their cross product (Model.joint_anchor_offset of a Cardan joint with rotZ locked)."""
+    def world(b, p, q):
+        if b < 0:
+            return np.asarray(p, float), np.asarray(q, float)
+        bp, bq = model.body_pos[0, b], model.body_rot[0, b]
+        return bp + quat_rotate(bq, p), quat_mul(bq, q)
+
+    p0, q0 = world(b0, pos0, rot0)
+    p1, q1 = world(b1, pos1, rot1)
+    x0 = quat_rotate(q0, np.array([1.0, 0.0, 0.0]))
+    y1 = quat_rotate(q1, np.array([0.0, 1.0, 0.0]))
+    d = p1 - p0
+    return np.array([x0 @ d, y1 @ d, np.cross(x0, y1) @ d])
+
+
 def merge_stacked_joints(stage: Usd.Stage, model: Model) -> dict[str, tuple[int, str, float]]:
     """Merge flagged stacks in place; returns {stacked joint path: (merged joint index, DOF token,
     sign)} for every joint that was merged (its elements are remapped with it)."""
@@ -162,6 +185,14 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> dict[str, tuple[int,
             continue
         rot0, rot1, dofs = fit
         h = next((j for j, d, _ in dofs if d >= 3), j0)  # the anchor: the hinges' common point
+        pos0, pos1, offset = model.joint_pos0[h], model.joint_pos1[h], np.zeros(3)
+        hinge = [j for j, d, _ in dofs if d >= 3]
+        if len(hinge) == 2 and np.linalg.norm(model.joint_pos1[hinge[1]] - model.joint_pos1[hinge[0]]) > _ANCHOR_TOL:
+            # two hinges apart (MJCF: two joint positions in one body): frame 0 on the first
+            # hinge, frame 1 on the second, and where the second lies in the first's turning frame
+            pos0, pos1 = model.joint_pos0[hinge[0]], model.joint_pos1[hinge[1]]
+            offset = _anchor_offset(model, int(model.joint_body0[j0]), int(model.joint_body1[j0]),
+                                    pos0, rot0, pos1, rot1)
         locked = np.ones(6, bool)
         lower, upper = np.full(6, -np.inf), np.full(6, np.inf)
         k, c, tp, tv = np.zeros(6), np.zeros(6), np.zeros(6), np.zeros(6)
@@ -175,7 +206,7 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> dict[str, tuple[int,
             tp[d], tv[d] = s * model.joint_drive_target_pos[j, src], s * model.joint_drive_target_vel[j, src]
             fmax[d], accel[d] = model.joint_drive_max_force[j, src], model.joint_drive_accel[j, src]
         new = model.add_joint(model.joint_paths[j0], model.joint_body0[j0], model.joint_body1[j0],
-                              model.joint_pos0[h], rot0, model.joint_pos1[h], rot1, locked=locked,
+                              pos0, rot0, pos1, rot1, locked=locked, anchor_offset=offset,
                               lower=lower, upper=upper, kind="generic", drive_stiffness=k, drive_damping=c,
                               drive_target_pos=tp, drive_target_vel=tv, drive_max_force=fmax, drive_accel=accel)
         for j, d, s in dofs:
