@@ -99,6 +99,21 @@ def test_tendons_and_actuators_are_named_once_per_kind(caplog):
     assert "1 MuJoCo tendons (.../Physics/tendon)" in ten[0] and "not simulated" in ten[0]
 
 
+def test_constraint_softness_is_named_once(caplog):
+    """mjc:solref / mjc:solimp (MuJoCo's soft limits, equalities and contacts) on several prims:
+    one warning with the count saying that usdphys keeps them rigid."""
+    from pxr import Sdf
+
+    st = stage("")
+    for i in range(4):
+        prim = st.DefinePrim(f"/Model/Physics/j{i}")
+        prim.CreateAttribute("mjc:solreflimit" if i % 2 else "mjc:solref", Sdf.ValueTypeNames.DoubleArray).Set([0.02, 1])
+    with caplog.at_level(logging.WARNING):
+        read_stage(st)
+    soft = [r.getMessage() for r in caplog.records if "constraint softness" in r.getMessage()]
+    assert len(soft) == 1 and "4 prims author MuJoCo constraint softness" in soft[0] and "rigid" in soft[0]
+
+
 def test_higher_order_joint_equality_terms_are_named(caplog):
     """MjcEqualityJointAPI's quadratic and higher terms: one warning, the coupling stays linear."""
     st = stage("")

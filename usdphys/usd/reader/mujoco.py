@@ -90,6 +90,9 @@ def mujoco_joint_spring(joint: Usd.Prim, scalar) -> tuple[float, float]:
 
 # ---------------------------------------------------------------------------- not simulated
 _UNSIMULATED = {"MjcTendon": "tendons", "MjcActuator": "actuators"}
+# MuJoCo's soft-constraint parameters: limits, equalities and contacts are rigid here
+_SOFTNESS = ("mjc:solref", "mjc:solimp", "mjc:solreflimit", "mjc:solimplimit", "mjc:solreffriction",
+             "mjc:solimpfriction")
 
 
 def _short(path: str, keep: int = 2) -> str:
@@ -98,14 +101,23 @@ def _short(path: str, keep: int = 2) -> str:
 
 
 def name_unsimulated(stage: Usd.Stage) -> None:
-    """One warning per kind of MuJoCo prim usdphys does not simulate (tendons, actuators):
-    how many, and the first few paths shortened."""
+    """One warning per kind of MuJoCo prim usdphys does not simulate (tendons, actuators), and
+    one for the prims that author MuJoCo's constraint softness: how many, the first few paths."""
     found: dict[str, list[str]] = {}
+    soft: list[str] = []
     for prim in stage.Traverse(Usd.TraverseInstanceProxies(Usd.PrimDefaultPredicate)):
         kind = _UNSIMULATED.get(prim.GetTypeName())
         if kind:
             found.setdefault(kind, []).append(str(prim.GetPath()))
+        if any(prim.GetAttribute(name).HasAuthoredValue() for name in _SOFTNESS if prim.HasAttribute(name)):
+            soft.append(str(prim.GetPath()))
+    source = stage.GetRootLayer().identifier
     for kind, paths in sorted(found.items()):
-        shown = ", ".join(_short(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "")
-        warn(f"{stage.GetRootLayer().identifier}: {len(paths)} MuJoCo {kind} ({shown}) are not simulated; "
-             f"the model runs without them")
+        warn(f"{source}: {len(paths)} MuJoCo {kind} ({_shown(paths)}) are not simulated; the model runs without them")
+    if soft:
+        warn(f"{source}: {len(soft)} prims author MuJoCo constraint softness (mjc:solref / mjc:solimp: "
+             f"{_shown(soft)}); usdphys keeps joint limits, equalities and hard contacts rigid")
+
+
+def _shown(paths: list[str]) -> str:
+    return ", ".join(_short(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "")
