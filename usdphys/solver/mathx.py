@@ -27,6 +27,9 @@ MODE_LAW = wp.constant(int(RowMode.LAW))
 MODE_FRICTION = wp.constant(int(RowMode.FRICTION))
 
 PI = wp.constant(wp.float64(3.141592653589793))
+# rad: how far outside its range an input angle may be and still start on the range's bound
+# (float32 poses carry ~1e-7 rad of round-off)
+START_TOL = wp.constant(wp.float64(1.0e-6))
 TWO_PI = wp.constant(wp.float64(6.283185307179586))
 
 
@@ -214,15 +217,17 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
 def start_turn(g: wp.float64, lo: wp.float64, hi: wp.float64) -> wp.float64:
     """The multi-turn value of a wrapped angle g in (-pi, pi] to start from: g itself when it
     lies in [lo, hi] or the range is open there, else g + 2 pi k for the k that brings it into
-    the range, else the turn nearest to the range. O(1) for any range (even +-1e30)."""
+    the range, else the turn nearest to the range. O(1) for any range (even +-1e30). An angle
+    within START_TOL outside the range counts as on its bound: a pose authored at a limit
+    (float32 quaternions) must not start a whole turn away from it."""
     q = g
-    if q < lo:
+    if q < lo - START_TOL:
         q = g + TWO_PI * wp.ceil((lo - g) / TWO_PI)
         if q > hi:  # no turn fits: take the nearer of the two around the range
             below = q - TWO_PI
             if lo - below < q - hi:
                 q = below
-    elif q > hi:
+    elif q > hi + START_TOL:
         q = g - TWO_PI * wp.ceil((g - hi) / TWO_PI)
         if q < lo:
             above = q + TWO_PI
