@@ -89,10 +89,26 @@ def test_start_outside_a_limit_is_held_and_named(caplog):
     assert np.all(ang[inside:] <= 10.0 + 1e-7) and np.all(ang[inside:] >= -10.0 - 1e-7)
 
 
-def test_inconsistent_joints_stop_with_time_joint_and_residual():
-    """Two hinges about different axes through different points cannot both hold: the step
-    is reduced to dt/64 and then the run stops with one line naming time, joint and residual,
-    instead of committing a step that did not converge."""
+def test_a_step_that_does_not_converge_is_reduced_then_stops_in_one_line():
+    """A step that does not converge is retried down to dt/64, then the run stops with one line
+    naming the time and the joint; it is never committed. The case: a 1 kg bob with inertia
+    1e-12 kg m^2 on a 1 m pendulum swinging onto its -10 deg limit, where the frozen-Jacobian
+    Newton cannot converge (docs/solver.md, "Known limit: light bodies"): at inertia 1e-9 it
+    still runs, with ~1800 halved steps. Should a later solver converge here, this test needs
+    another step that cannot converge."""
+    m = hinge(lower_deg=-10.0, upper_deg=170.0, theta0_deg=40.0)
+    m.body_inertia = np.full_like(m.body_inertia, 1e-12)
+    with pytest.raises(UsdphysError) as exc:
+        run(m, 1.0)
+    msg = str(exc.value)
+    assert "did not converge" in msg and "dt/64" in msg and "/pivot" in msg and "t = 0." in msg
+    assert "\n" not in msg
+
+
+def test_inconsistent_joints_stop_before_the_first_step_naming_the_joint():
+    """Two hinges about different axes through different points cannot both hold: after the
+    bodies are moved onto the joints before t = 0 one of them is still off, and the run stops
+    there with one line naming it and the residual (no step is taken)."""
     m = Model()
     m.gravity = np.array([0.0, 0.0, -9.81])
     b = m.add_body("/bob", 1.0, [1e-2] * 3, pos=[0.0, 0.0, -1.0])
@@ -102,5 +118,5 @@ def test_inconsistent_joints_stop_with_time_joint_and_residual():
     with pytest.raises(UsdphysError) as exc:
         run(m, 0.5)
     msg = str(exc.value)
-    assert "did not converge" in msg and "dt/64" in msg and ("/hingeY" in msg or "/hingeX" in msg)
+    assert "cannot all hold at once" in msg and ("/hingeY" in msg or "/hingeX" in msg) and "off by" in msg
     assert "\n" not in msg

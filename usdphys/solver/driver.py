@@ -293,6 +293,18 @@ class Solver:
 
     def _report_assembly(self) -> None:
         self._report_limits_at_start()
+        # what the projection onto the joints left: more than ASSEMBLY_WARN means no pose holds
+        # every joint at once (e.g. two joints on one body pair at different anchors), and the
+        # first step could only fail on it
+        left = self.dg.max_error.numpy()
+        w = int(np.argmax(left)) if left.size else 0
+        if left.size and left[w] > ASSEMBLY_WARN:
+            row = int(self.dg.worst_row.numpy()[w])
+            world = f" in world {w}" if self.W > 1 else ""
+            raise UsdphysError(
+                f"the joints cannot all hold at once{world}: moved onto them before t = 0, the bodies still leave "
+                f"{self._row_source(row)} off by {left[w]:.3g} m or rad; check joints that constrain the same "
+                "bodies (frames, anchors, a fixed or equality joint beside a hinge)")
         err = self.dg.init_error.numpy()
         rows = self.dg.init_row.numpy()
         w = int(np.argmax(err)) if err.size else 0
