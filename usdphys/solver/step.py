@@ -257,6 +257,19 @@ def row_sign(mode: int) -> wp.float64:
 
 
 @wp.func
+def add_row_impulse(m: ModelData, sc: Scratch, w: int, i: int, lam: wp.float64):
+    """Add an impulse lam along row i to its bodies' velocity change dv and momentum change dL."""
+    b0 = m.row_b0[i]
+    b1 = m.row_b1[i]
+    if b0 >= 0:
+        sc.dv[w, b0] = sc.dv[w, b0] + lam * sc.wl0[w, i]
+        sc.dL[w, b0] = sc.dL[w, b0] + lam * sc.ja0[w, i]
+    if b1 >= 0:
+        sc.dv[w, b1] = sc.dv[w, b1] + lam * sc.wl1[w, i]
+        sc.dL[w, b1] = sc.dL[w, b1] + lam * sc.ja1[w, i]
+
+
+@wp.func
 def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64, assemble: int):
     """Positions and velocities produced by the current impulses lam (exact, nonlinear)."""
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
@@ -267,25 +280,10 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
         if sc.act[w, i] == 0:
             continue
         lam = sc.lam[w, i]
-        b0 = m.row_b0[i]
-        b1 = m.row_b1[i]
-        if b0 >= 0:
-            sc.dv[w, b0] = sc.dv[w, b0] + lam * sc.wl0[w, i]
-            sc.dL[w, b0] = sc.dL[w, b0] + lam * sc.ja0[w, i]
-        if b1 >= 0:
-            sc.dv[w, b1] = sc.dv[w, b1] + lam * sc.wl1[w, i]
-            sc.dL[w, b1] = sc.dL[w, b1] + lam * sc.ja1[w, i]
+        add_row_impulse(m, sc, w, i, lam)
         p = m.row_partner[i]
         if p >= 0:  # a coupling row also acts through its carrier (the leader's DOF)
-            lam_p = lam * m.row_ratio[i]
-            c0 = m.row_b0[p]
-            c1 = m.row_b1[p]
-            if c0 >= 0:
-                sc.dv[w, c0] = sc.dv[w, c0] + lam_p * sc.wl0[w, p]
-                sc.dL[w, c0] = sc.dL[w, c0] + lam_p * sc.ja0[w, p]
-            if c1 >= 0:
-                sc.dv[w, c1] = sc.dv[w, c1] + lam_p * sc.wl1[w, p]
-                sc.dL[w, c1] = sc.dL[w, c1] + lam_p * sc.ja1[w, p]
+            add_row_impulse(m, sc, w, p, lam * m.row_ratio[i])
     for b in range(m.n_bodies):
         x = st.pos[w, b]
         q = st.rot[w, b]

@@ -98,6 +98,15 @@ class ShapeTable:
         return self.paths.index(str(path))
 
 
+def _packed(rows, key: str, dtype):
+    """Every shape's (k, 3) rows of `key` stacked into one array: (all rows, start, count)
+    per shape; a shape without any has start 0 and count 0."""
+    parts = [np.asarray(s.get(key, np.zeros((0, 3))), dtype=dtype).reshape(-1, 3) for s in rows]
+    count = np.array([len(p) for p in parts], dtype=np.int32)
+    start = np.where(count > 0, np.concatenate([[0], np.cumsum(count)[:-1]]), 0).astype(np.int32)
+    return (np.concatenate(parts).astype(dtype) if parts else np.zeros((0, 3), dtype)), start, count
+
+
 def table_from_specs(specs) -> ShapeTable:
     """A ShapeTable built in code (tests, programmatic scenes): each spec is a dict with
     `type` (SHAPE_*), `body` (int, -1 = world), `dims` (3,), optional `pos` (3,), `rot`
@@ -113,28 +122,11 @@ def table_from_specs(specs) -> ShapeTable:
     rot = np.array([s.get("rot", (0.0, 0.0, 0.0, 1.0)) for s in rows], dtype=np.float64).reshape(n, 4)
     t.local_rot = rot / np.linalg.norm(rot, axis=1, keepdims=True) if n else rot
     t.dims = np.array([s.get("dims", (0.0, 0.0, 0.0)) for s in rows], dtype=np.float64).reshape(n, 3)
-    verts, vs, vc, nv = [], [], [], 0
-    for s in rows:
-        v = np.asarray(s.get("verts", np.zeros((0, 3))), dtype=np.float64).reshape(-1, 3)
-        vs.append(nv if len(v) else 0)
-        vc.append(len(v))
-        verts.append(v)
-        nv += len(v)
-    t.vert_start = np.array(vs, dtype=np.int32)
-    t.vert_count = np.array(vc, dtype=np.int32)
-    t.verts = np.concatenate(verts) if verts else np.zeros((0, 3))
-    tris, ts, tc, nt = [], [], [], 0
-    for s in rows:
-        tr = np.asarray(s.get("tris", np.zeros((0, 3))), dtype=np.int32).reshape(-1, 3)
-        ts.append(nt if len(tr) else 0)
-        tc.append(len(tr))
-        tris.append(tr)
-        nt += len(tr)
-    t.tri_start = np.array(ts, dtype=np.int32)
-    t.tri_count = np.array(tc, dtype=np.int32)
-    t.tris = np.concatenate(tris).astype(np.int32) if tris else np.zeros((0, 3), np.int32)
+    t.verts, t.vert_start, t.vert_count = _packed(rows, "verts", np.float64)
+    t.tris, t.tri_start, t.tri_count = _packed(rows, "tris", np.int32)
     t.contact_radius = np.array([s.get("contact_radius", 0.0) for s in rows], dtype=np.float64)
     br = []
+    verts = [t.verts[a:a + c] for a, c in zip(t.vert_start, t.vert_count)]  # each shape's own
     for s, d, v, r in zip(rows, t.dims, verts, t.contact_radius):
         br.append(bound_radius(s["type"], d, v) + r)
     t.bound_radius = np.array(br, dtype=np.float64)
