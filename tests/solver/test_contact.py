@@ -697,3 +697,39 @@ def test_shapes_follow_the_body_frame_when_the_com_is_offset(com_x, tips):
     else:
         np.testing.assert_allclose(pos[-1, 0], [0, 0, h], atol=1e-7)
         np.testing.assert_allclose(rot[-1, 0], [0, 0, 0, 1], atol=1e-7)
+
+
+def finger_on_heavy_arm(mu=0.8):
+    """A 5 kg arm hinged to the world at 0.3 m, horizontal; at its far end (0.4 m) a 10 g
+    finger hangs on a hinge held on its limit, its tip sphere resting on the floor: a hand's
+    finger tip under its forearm's weight (mass ratio 500)."""
+    m = Model()
+    m.gravity = np.array([0.0, 0.0, -G])
+    hp, L, lf, r = 0.3, 0.4, 0.2, 0.02
+    arm = m.add_body("/arm", 5.0, [0.01, 0.07, 0.07], pos=[-L / 2, 0, hp])
+    fin = m.add_body("/finger", 0.01, [4e-5, 4e-5, 1e-6], pos=[-L, 0, hp - lf / 2])
+    m.add_joint("/pivot", -1, arm, pos0=[0, 0, hp], pos1=[L / 2, 0, 0], locked=[True] * 4 + [False, True])
+    j = m.add_joint("/knuckle", arm, fin, pos0=[-L / 2, 0, 0], pos1=[0, 0, lf / 2], locked=[True] * 4 + [False, True])
+    m.joint_lower[j, 4] = 0.0  # the finger cannot swing back past vertical
+    m.shapes = table_from_specs([{"type": SHAPE_PLANE, **mat(mu)},
+                                 {"type": SHAPE_SPHERE, "body": fin, "dims": (r, 0, 0),
+                                  "pos": (0, 0, -(hp - lf / 2 - r)), **mat(mu)}])
+    return m
+
+
+def test_light_finger_under_a_heavy_arm_holds_it_exactly():
+    """Static: the floor holds the finger, the finger's limit holds the arm, so nothing moves.
+    The sweep over the contacts alone reaches the finger tip only through the finger's own
+    10 g and needs every one of its 50 sweeps each step (the arm sinks 9e-5 m in 0.5 s); on the
+    Delassus matrix through the joints it converges within a few sweeps and the arm stays where
+    it is to round-off."""
+    dense = Solver(finger_on_heavy_arm(), "cpu")
+    run = dense.run(500, 1, 1e-3)
+    assert dense.contact_stats()["sweeps"][0] < ContactOptions().max_sweeps
+    np.testing.assert_allclose(run.pos[-1, 0, 0], [-0.2, 0.0, 0.3], atol=1e-12)
+    np.testing.assert_allclose(run.pos[-1, 0, 1], [-0.4, 0.0, 0.2], atol=1e-12)
+    assert run.max_constraint_error[0] < 1e-12
+    alone = Solver(finger_on_heavy_arm(), "cpu", contact=ContactOptions(dense_contacts=0))
+    run0 = alone.run(500, 1, 1e-3)
+    assert alone.contact_stats()["sweeps"][0] == ContactOptions().max_sweeps
+    assert 0.3 - run0.pos[-1, 0, 0, 2] > 1e-5  # what the joint-coupled sweep is for

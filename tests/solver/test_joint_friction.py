@@ -188,3 +188,23 @@ def test_generic_and_spherical_joint_dofs():
     th = angle_about(r.orientations[:, 0, bi], 2)
     # second order; the rotation map's (h w)^2 / 12 lag at w <= 10 rad/s: ~1e-5 relative
     np.testing.assert_allclose(th, w_read * I / c * (1 - np.exp(-c * r.times / I)), rtol=0, atol=2e-5)
+
+
+def test_friction_on_a_joint_that_swings_onto_its_limit():
+    """A 1 m rod falls from horizontal onto its -30 deg limit on a hinge with a little Coulomb
+    friction. In the step it lands, the sticking friction row and the limit row act on the
+    same DOF: the rank decision keeps one, and the friction row (bounded, it can slip) yields.
+    It was counted as a contradiction, and the step failed even at dt/64. The rod comes to
+    rest on the limit, the joint closed."""
+    txt = (body("rod", pos=(0.5, 0, 0), mass=1.0, inertia=(1e-4, 0.0834, 0.0834))
+           + joint("PhysicsRevoluteJoint", "hinge", "rod", pos0=(0, 0, 0), pos1=(-0.5, 0, 0), axis="Y",
+                   extra=newton_api(dofs=["angle"], dynamicFrictionEffort=[1e-3])
+                   + "\n    float physics:lowerLimit = -30\n    float physics:upperLimit = 30",
+                   schemas='"NewtonJointAPI"'))
+    r = simulate(stage(txt, gravity=9.81), duration=1.0, dt=1e-3, fps=100)
+    # on the limit: the rod's centre 0.5 m out at 30 deg below the horizontal (float32 limit)
+    c = 0.5 * math.cos(math.radians(30.0))
+    s = 0.5 * math.sin(math.radians(30.0))
+    np.testing.assert_allclose(r.positions[-10:, 0, 0], np.tile([c, 0.0, -s], (10, 1)), atol=1e-7)
+    assert r.max_constraint_error[0] < 1e-9
+    assert r.reduced_steps[0] == 0

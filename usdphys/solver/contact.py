@@ -74,6 +74,11 @@ class ContactModel:
     v_stick: wp.float64  # below this slip speed static friction applies, m/s (plus |g| h)
     max_sweeps: int
     tol: wp.float64  # PGS stops when no contact velocity changes by more, m/s
+    # joint-coupled contact (_build_dense): after this many sweeps without converging, a step
+    # with joint rows and at most n_dense contacts continues on the contacts' Delassus matrix
+    # through the joints, J S J^T (0: never)
+    n_dense: int
+    dense_after: int
 
 
 @wp.struct
@@ -116,6 +121,15 @@ class ContactState:
     # per joint row: impulse changes from the block Gauss-Seidel coupling
     jlam: wp.array2d(dtype=wp.float64)
     pjlam: wp.array2d(dtype=wp.float64)
+    # the contacts' Delassus matrix through the joints, [W, n_dense^2] 3x3 blocks (row k, column
+    # l: contact k's velocity per unit impulse at contact l), the contact velocities (u) and
+    # normal pseudo-velocities (up) it updates, and probe buffers to build it
+    dmat: wp.array2d(dtype=wp.mat33d)
+    du: wp.array2d(dtype=wp.vec3d)
+    dup: wp.array2d(dtype=wp.float64)
+    tv: wp.array2d(dtype=wp.vec3d)
+    tw: wp.array2d(dtype=wp.vec3d)
+    tacc: wp.array2d(dtype=wp.float64)
     # diagnostics per world
     dropped: wp.array(dtype=wp.int32)  # contacts dropped for lack of capacity (summed over steps)
     sweeps: wp.array(dtype=wp.int32)  # most PGS sweeps any step needed
@@ -149,16 +163,23 @@ def _rel_vel(D: wp.mat33d, A0: wp.mat33d, A1: wp.mat33d, v0: wp.vec3d, w0: wp.ve
 
 
 @wp.func
+def _apply_to(cs: ContactState, w: int, k: int, b0: int, b1: int, im0: wp.float64, im1: wp.float64,
+              dl: wp.vec3d, dv: wp.array2d(dtype=wp.vec3d), dw: wp.array2d(dtype=wp.vec3d)):
+    """Add the free bodies' velocity change of impulse dl (n, t1, t2 components) to dv, dw."""
+    lin = wp.transpose(cs.dirs[w, k]) * dl
+    if b1 >= 0:
+        dv[w, b1] = dv[w, b1] + im1 * lin
+        dw[w, b1] = dw[w, b1] + cs.b1[w, k] * dl
+    if b0 >= 0:
+        dv[w, b0] = dv[w, b0] - im0 * lin
+        dw[w, b0] = dw[w, b0] - cs.b0[w, k] * dl
+
+
+@wp.func
 def _apply(cs: ContactState, w: int, k: int, b0: int, b1: int, im0: wp.float64, im1: wp.float64,
            dl: wp.vec3d):
     """Add the velocity change of impulse dl (n, t1, t2 components) to both bodies."""
-    lin = wp.transpose(cs.dirs[w, k]) * dl
-    if b1 >= 0:
-        cs.dv[w, b1] = cs.dv[w, b1] + im1 * lin
-        cs.dw[w, b1] = cs.dw[w, b1] + cs.b1[w, k] * dl
-    if b0 >= 0:
-        cs.dv[w, b0] = cs.dv[w, b0] - im0 * lin
-        cs.dw[w, b0] = cs.dw[w, b0] - cs.b0[w, k] * dl
+    _apply_to(cs, w, k, b0, b1, im0, im1, dl, cs.dv, cs.dw)
 
 
 @wp.func
@@ -512,6 +533,64 @@ def project_joints(w: int, nr: int, act: wp.array2d(dtype=wp.int32), row_b0: wp.
 
 
 @wp.func
+def _impulse_update(cs: ContactState, w: int, k: int, kind: int, K: wp.mat33d, u: wp.vec3d,
+                    lam: wp.vec3d) -> wp.vec3d:
+    """One projected Gauss-Seidel update of contact k: its new impulse (n, t1, t2) from its
+    relative velocity u at impulse lam and its Delassus block K."""
+    ln = lam[0]
+    r = f64(0.0)
+    den = K[0, 0]
+    if kind == KIND_HARD:
+        r = u[0] - cs.bn[w, k]
+    else:
+        g = cs.gam[w, k]
+        r = u[0] + g * (ln - cs.f0h[w, k])
+        den = den + g
+    ln_new = wp.max(f64(0.0), ln - r / den)
+    dln = ln_new - ln
+    # tangent pair at the updated normal impulse: the exact 2x2 stick solution if it
+    # lies in the friction disc; otherwise an isotropic step (1 / largest eigenvalue)
+    # projected onto the disc, whose fixed point opposes the slip velocity (maximal
+    # dissipation; projecting the anisotropic 2x2 solution would not)
+    ut1 = u[1] + K[1, 0] * dln
+    ut2 = u[2] + K[2, 0] * dln
+    a = K[1, 1]
+    bb = K[1, 2]
+    cc = K[2, 2]
+    det = a * cc - bb * bb
+    x1 = lam[1]
+    x2 = lam[2]
+    if det > f64(0.0):
+        x1 = lam[1] - (cc * ut1 - bb * ut2) / det
+        x2 = lam[2] - (a * ut2 - bb * ut1) / det
+    bound = cs.mu[w, k] * ln_new
+    nt = wp.sqrt(x1 * x1 + x2 * x2)
+    if nt > bound:
+        half = f64(0.5) * (a - cc)
+        kmax = f64(0.5) * (a + cc) + wp.sqrt(half * half + bb * bb)
+        x1 = lam[1] - ut1 / kmax
+        x2 = lam[2] - ut2 / kmax
+        nt = wp.sqrt(x1 * x1 + x2 * x2)
+        if nt > bound:
+            sc = f64(0.0)
+            if nt > f64(0.0):
+                sc = bound / nt
+            x1 = x1 * sc
+            x2 = x2 * sc
+    return wp.vec3d(ln_new, x1, x2)
+
+
+@wp.func
+def _position_update(pl: wp.float64, up: wp.float64, bpk: wp.float64, knn: wp.float64) -> wp.float64:
+    """The new position-only (split) normal impulse: penetration beyond the slop is pushed
+    out; an impact's gap is pulled shut (bpk < 0: signed, an equality row)."""
+    pl_new = pl - (up - bpk) / knn
+    if bpk >= f64(0.0):
+        pl_new = wp.max(f64(0.0), pl_new)
+    return pl_new
+
+
+@wp.func
 def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
            vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), second: int) -> wp.float64:
     """One Gauss-Seidel sweep over the contacts; returns the largest contact velocity change.
@@ -541,64 +620,21 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
         lam = cs.lam[w, k]
         if second != 0:
             lam = cs.lamc[w, k]
-        ln = lam[0]
-        r = f64(0.0)
-        den = K[0, 0]
-        if kind == KIND_HARD:
-            r = u[0] - cs.bn[w, k]
-        else:
-            g = cs.gam[w, k]
-            r = u[0] + g * (ln - cs.f0h[w, k])
-            den = den + g
-        ln_new = wp.max(f64(0.0), ln - r / den)
-        dln = ln_new - ln
-        # tangent pair at the updated normal impulse: the exact 2x2 stick solution if it
-        # lies in the friction disc; otherwise an isotropic step (1 / largest eigenvalue)
-        # projected onto the disc, whose fixed point opposes the slip velocity (maximal
-        # dissipation; projecting the anisotropic 2x2 solution would not)
-        ut1 = u[1] + K[1, 0] * dln
-        ut2 = u[2] + K[2, 0] * dln
-        a = K[1, 1]
-        bb = K[1, 2]
-        cc = K[2, 2]
-        det = a * cc - bb * bb
-        x1 = lam[1]
-        x2 = lam[2]
-        if det > f64(0.0):
-            x1 = lam[1] - (cc * ut1 - bb * ut2) / det
-            x2 = lam[2] - (a * ut2 - bb * ut1) / det
-        bound = cs.mu[w, k] * ln_new
-        nt = wp.sqrt(x1 * x1 + x2 * x2)
-        if nt > bound:
-            half = f64(0.5) * (a - cc)
-            kmax = f64(0.5) * (a + cc) + wp.sqrt(half * half + bb * bb)
-            x1 = lam[1] - ut1 / kmax
-            x2 = lam[2] - ut2 / kmax
-            nt = wp.sqrt(x1 * x1 + x2 * x2)
-            if nt > bound:
-                sc = f64(0.0)
-                if nt > f64(0.0):
-                    sc = bound / nt
-                x1 = x1 * sc
-                x2 = x2 * sc
-        dl = wp.vec3d(dln, x1 - lam[1], x2 - lam[2])
+        lam_new = _impulse_update(cs, w, k, kind, K, u, lam)
+        dl = lam_new - lam
         _apply(cs, w, k, b0, b1, im0, im1, dl)
         if second != 0:
-            cs.lamc[w, k] = wp.vec3d(ln_new, x1, x2)
+            cs.lamc[w, k] = lam_new
         else:
-            cs.lam[w, k] = wp.vec3d(ln_new, x1, x2)
+            cs.lam[w, k] = lam_new
         dmax = wp.max(dmax, wp.length(K * dl))
-        # position-only impulse (split impulse): penetration beyond the slop is pushed out;
-        # an impact's gap is pulled shut (signed: an equality row)
         if kind == KIND_HARD and second == 0:
             pl = cs.plam[w, k]
             bpk = cs.bp[w, k]
             if bpk != f64(0.0) or pl != f64(0.0):
                 up = wp.dot(D[0], _get(cs.pv, w, b1) - _get(cs.pv, w, b0)) + wp.dot(A1[0], _get(cs.pw, w, b1)) \
                     - wp.dot(A0[0], _get(cs.pw, w, b0))
-                pl_new = pl - (up - bpk) / K[0, 0]
-                if bpk >= f64(0.0):
-                    pl_new = wp.max(f64(0.0), pl_new)
+                pl_new = _position_update(pl, up, bpk, K[0, 0])
                 dp = pl_new - pl
                 if dp != f64(0.0):
                     _apply_pos(cs, w, k, b0, b1, im0, im1, dp)
@@ -608,7 +644,163 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
 
 
 @wp.func
-def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
+def _unit(d: int) -> wp.vec3d:
+    e = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
+    if d == 0:
+        e = wp.vec3d(f64(1.0), f64(0.0), f64(0.0))
+    elif d == 1:
+        e = wp.vec3d(f64(0.0), f64(1.0), f64(0.0))
+    else:
+        e = wp.vec3d(f64(0.0), f64(0.0), f64(1.0))
+    return e
+
+
+@wp.func
+def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
+                 inv_mass: wp.array(dtype=wp.float64), vfree: wp.array2d(dtype=wp.vec3d),
+                 wfree: wp.array2d(dtype=wp.vec3d), nr: int, act: wp.array2d(dtype=wp.int32),
+                 row_b0: wp.array(dtype=wp.int32), row_b1: wp.array(dtype=wp.int32), pat: RowPattern,
+                 jl0: wp.array2d(dtype=wp.vec3d), ja0: wp.array2d(dtype=wp.vec3d),
+                 jl1: wp.array2d(dtype=wp.vec3d), ja1: wp.array2d(dtype=wp.vec3d),
+                 wl0: wp.array2d(dtype=wp.vec3d), wa0: wp.array2d(dtype=wp.vec3d),
+                 wl1: wp.array2d(dtype=wp.vec3d), wa1: wp.array2d(dtype=wp.vec3d),
+                 sdiag: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64),
+                 Dg: wp.array2d(dtype=wp.float64), res: wp.array2d(dtype=wp.float64)):
+    """The contacts' Delassus matrix through the joints, J S J^T with S = M^-1 - M^-1 G^T A^-1
+    G M^-1: column (l, d) is every contact's velocity after a unit impulse d at contact l and
+    the joints' exact answer to it (one joint projection through the factorised joint matrix).
+    Then the contact velocities of the current impulses (dv, pv: projected after the sweep)."""
+    nd = cm.n_dense
+    z = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
+    for l in range(n_c):
+        for k in range(n_c):
+            cs.dmat[w, k * nd + l] = wp.mat33d()
+        if cs.kind[w, l] == KIND_OFF:
+            continue
+        b0 = cs.c.body0[w, l]
+        b1 = cs.c.body1[w, l]
+        im0 = f64(0.0)
+        im1 = f64(0.0)
+        if b0 >= 0:
+            im0 = inv_mass[b0]
+        if b1 >= 0:
+            im1 = inv_mass[b1]
+        for d in range(3):
+            for b in range(nb):
+                cs.tv[w, b] = z
+                cs.tw[w, b] = z
+            for i in range(nr):
+                cs.tacc[w, i] = f64(0.0)
+            e = _unit(d)
+            _apply_to(cs, w, l, b0, b1, im0, im1, e, cs.tv, cs.tw)
+            project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+                           res, cs.tv, cs.tw, cs.tacc)
+            for k in range(n_c):
+                c0 = cs.c.body0[w, k]
+                c1 = cs.c.body1[w, k]
+                col = _rel_vel(cs.dirs[w, k], cs.a0[w, k], cs.a1[w, k], _get(cs.tv, w, c0), _get(cs.tw, w, c0),
+                               _get(cs.tv, w, c1), _get(cs.tw, w, c1))
+                cs.dmat[w, k * nd + l] = cs.dmat[w, k * nd + l] + wp.outer(col, e)
+    for k in range(n_c):
+        b0 = cs.c.body0[w, k]
+        b1 = cs.c.body1[w, k]
+        D = cs.dirs[w, k]
+        A0 = cs.a0[w, k]
+        A1 = cs.a1[w, k]
+        cs.du[w, k] = _rel_vel(D, A0, A1, _vel(vfree, cs.dv, w, b0), _vel(wfree, cs.dw, w, b0),
+                               _vel(vfree, cs.dv, w, b1), _vel(wfree, cs.dw, w, b1))
+        cs.dup[w, k] = wp.dot(D[0], _get(cs.pv, w, b1) - _get(cs.pv, w, b0)) + wp.dot(A1[0], _get(cs.pw, w, b1)) \
+            - wp.dot(A0[0], _get(cs.pw, w, b0))
+
+
+@wp.func
+def _dense_push(cs: ContactState, w: int, n_c: int, nd: int, k: int, dl: wp.vec3d):
+    """Every contact's velocity after an impulse change dl at contact k."""
+    for j in range(n_c):
+        cs.du[w, j] = cs.du[w, j] + cs.dmat[w, j * nd + k] * dl
+
+
+@wp.func
+def _sweep_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, second: int) -> wp.float64:
+    """_sweep on the Delassus matrix through the joints (_build_dense): each update sees the
+    whole mechanism's answer to the impulses before it."""
+    nd = cm.n_dense
+    dmax = f64(0.0)
+    for k in range(n_c):
+        kind = cs.kind[w, k]
+        if kind == KIND_OFF or (second != 0 and kind != KIND_HARD):
+            continue
+        K = cs.dmat[w, k * nd + k]
+        lam = cs.lam[w, k]
+        if second != 0:
+            lam = cs.lamc[w, k]
+        lam_new = _impulse_update(cs, w, k, kind, K, cs.du[w, k], lam)
+        dl = lam_new - lam
+        _dense_push(cs, w, n_c, nd, k, dl)
+        if second != 0:
+            cs.lamc[w, k] = lam_new
+        else:
+            cs.lam[w, k] = lam_new
+        dmax = wp.max(dmax, wp.length(K * dl))
+        if kind == KIND_HARD and second == 0:
+            pl = cs.plam[w, k]
+            bpk = cs.bp[w, k]
+            if bpk != f64(0.0) or pl != f64(0.0):
+                pl_new = _position_update(pl, cs.dup[w, k], bpk, K[0, 0])
+                dp = pl_new - pl
+                if dp != f64(0.0):
+                    for j in range(n_c):
+                        cs.dup[w, j] = cs.dup[w, j] + cs.dmat[w, j * nd + k][0, 0] * dp
+                    cs.plam[w, k] = pl_new
+                    dmax = wp.max(dmax, wp.abs(K[0, 0] * dp))
+    return dmax
+
+
+@wp.func
+def _dense_finish(cs: ContactState, w: int, n_c: int, nb: int, inv_mass: wp.array(dtype=wp.float64), nr: int,
+                  act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
+                  row_b1: wp.array(dtype=wp.int32), pat: RowPattern,
+                  jl0: wp.array2d(dtype=wp.vec3d), ja0: wp.array2d(dtype=wp.vec3d),
+                  jl1: wp.array2d(dtype=wp.vec3d), ja1: wp.array2d(dtype=wp.vec3d),
+                  wl0: wp.array2d(dtype=wp.vec3d), wa0: wp.array2d(dtype=wp.vec3d),
+                  wl1: wp.array2d(dtype=wp.vec3d), wa1: wp.array2d(dtype=wp.vec3d),
+                  sdiag: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64),
+                  Dg: wp.array2d(dtype=wp.float64), res: wp.array2d(dtype=wp.float64)):
+    """The bodies' velocity changes (and the joints' impulses) of the final contact impulses,
+    exactly: all impulses applied to the free bodies, then one joint projection."""
+    z = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
+    for b in range(nb):
+        cs.dv[w, b] = z
+        cs.dw[w, b] = z
+        cs.pv[w, b] = z
+        cs.pw[w, b] = z
+    for i in range(nr):
+        cs.jlam[w, i] = f64(0.0)
+        cs.pjlam[w, i] = f64(0.0)
+    for k in range(n_c):
+        if cs.kind[w, k] == KIND_OFF:
+            continue
+        b0 = cs.c.body0[w, k]
+        b1 = cs.c.body1[w, k]
+        im0 = f64(0.0)
+        im1 = f64(0.0)
+        if b0 >= 0:
+            im0 = inv_mass[b0]
+        if b1 >= 0:
+            im1 = inv_mass[b1]
+        L = cs.lam[w, k] + cs.lamc[w, k] + wp.vec3d(cs.rimp[w, k], f64(0.0), f64(0.0))
+        _apply(cs, w, k, b0, b1, im0, im1, L)
+        if cs.plam[w, k] != f64(0.0):
+            _apply_pos(cs, w, k, b0, b1, im0, im1, cs.plam[w, k])
+    project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+                   res, cs.dv, cs.dw, cs.jlam)
+    project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+                   res, cs.pv, cs.pw, cs.pjlam)
+
+
+@wp.func
+def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
+                  inv_mass: wp.array(dtype=wp.float64),
                   vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), nr: int,
                   act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
                   row_b1: wp.array(dtype=wp.int32), pat: RowPattern,
@@ -621,16 +813,30 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass
                   res: wp.array2d(dtype=wp.float64)):
     """Projected Gauss-Seidel over the contacts, joints re-imposed after every sweep; then
     restitution (Poisson: e times each impacting contact's compression impulse, all at once)
-    and a second inelastic pass for whatever the restitution impulses push together."""
+    and a second inelastic pass for whatever the restitution impulses push together.
+
+    A step that has not converged after cm.dense_after sweeps, with joint rows and at most
+    cm.n_dense contacts, goes on with the Delassus matrix through the joints (_build_dense):
+    the sweep over the contacts alone reaches a light body's contact only through its own
+    mass, and may not converge at all with friction (a hand's finger tips on a table)."""
     used = int(0)
+    dense = int(0)
     for sweep in range(cm.max_sweeps):
         used = sweep + 1
-        dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0)
-        if nr > 0:
-            project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
-                           res, cs.dv, cs.dw, cs.jlam)
-            project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
-                           res, cs.pv, cs.pw, cs.pjlam)
+        dmax = f64(0.0)
+        if dense == 0:
+            dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0)
+            if nr > 0:
+                project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
+                               Dg, res, cs.dv, cs.dw, cs.jlam)
+                project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
+                               Dg, res, cs.pv, cs.pw, cs.pjlam)
+            if dmax > cm.tol and nr > 0 and n_c <= cm.n_dense and cm.dense_after > 0 and used >= cm.dense_after:
+                _build_dense(cm, cs, w, n_c, nb, inv_mass, vfree, wfree, nr, act, row_b0, row_b1, pat, jl0, ja0,
+                             jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg, res)
+                dense = 1
+        else:
+            dmax = _sweep_dense(cm, cs, w, n_c, 0)
         if dmax <= cm.tol:
             break
     if used >= cm.max_sweeps and cm.max_sweeps > 1:
@@ -649,17 +855,27 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass
                     im0 = inv_mass[b0]
                 if b1 >= 0:
                     im1 = inv_mass[b1]
-                _apply(cs, w, k, b0, b1, im0, im1, wp.vec3d(R, f64(0.0), f64(0.0)))
+                if dense != 0:
+                    _dense_push(cs, w, n_c, cm.n_dense, k, wp.vec3d(R, f64(0.0), f64(0.0)))
+                else:
+                    _apply(cs, w, k, b0, b1, im0, im1, wp.vec3d(R, f64(0.0), f64(0.0)))
                 cs.rimp[w, k] = R
                 bounced = 1
     if bounced != 0:
         for sweep in range(cm.max_sweeps):
-            if nr > 0:
-                project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
-                               Dg, res, cs.dv, cs.dw, cs.jlam)
             used = used + 1
-            if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1) <= cm.tol:
-                break
+            if dense != 0:
+                if _sweep_dense(cm, cs, w, n_c, 1) <= cm.tol:
+                    break
+            else:
+                if nr > 0:
+                    project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag,
+                                   Lf, Dg, res, cs.dv, cs.dw, cs.jlam)
+                if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1) <= cm.tol:
+                    break
+    if dense != 0:
+        _dense_finish(cs, w, n_c, nb, inv_mass, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1,
+                      wa1, sdiag, Lf, Dg, res)
     if used > cs.sweeps[w]:
         cs.sweeps[w] = used
 
@@ -730,6 +946,11 @@ class ContactOptions:
     max_sweeps: int = 50
     tol: float = 1.0e-9  # m/s
     capacity: int | None = None  # contacts per world; None: see default_capacity
+    # joint-coupled contact: a step with joint rows whose sweeps have not converged after
+    # dense_after sweeps continues on the Delassus matrix through the joints when it has at
+    # most dense_contacts contacts (memory: 72 dense_contacts^2 bytes per world; 0: never)
+    dense_contacts: int = 48
+    dense_after: int = 8
 
 
 def default_capacity(table, pairs, dynamic_bodies: int) -> int:
@@ -941,12 +1162,16 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     cm.v_stick = f64(opts.v_stick)
     cm.max_sweeps = int(opts.max_sweeps)
     cm.tol = f64(opts.tol)
+    cm.n_dense = int(min(max(int(opts.dense_contacts), 0), capacity)) if cm.n_pairs else 0
+    cm.dense_after = int(opts.dense_after)
     info = {"pairs": pairs, "capacity": capacity, "method": "smc" if cm.smc else "nsc", "table": table}
     return cm, info
 
 
-def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device, zeros=None) -> ContactState:
-    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows.
+def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device, zeros=None,
+                       dense: int = 0) -> ContactState:
+    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows,
+    a joint-coupled Delassus matrix of `dense` contacts (ContactModel.n_dense; 0: none).
     zeros(shape, dtype) allocates the [world, ...] arrays (io.world_zeros: the memory layout;
     None: plain wp.zeros); the narrow phase's contact records keep their own layout."""
     W = int(worlds)
@@ -972,6 +1197,14 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, devic
         setattr(cs, name, zeros((W, B), wp.vec3d))
     cs.jlam = zeros((W, R), wp.float64)
     cs.pjlam = zeros((W, R), wp.float64)
+    nd = max(int(dense), 1)
+    cs.dmat = zeros((W, nd * nd), wp.mat33d)
+    cs.du = zeros((W, nd), wp.vec3d)
+    cs.dup = zeros((W, nd), wp.float64)
+    tb = B if dense else 1
+    cs.tv = zeros((W, tb), wp.vec3d)
+    cs.tw = zeros((W, tb), wp.vec3d)
+    cs.tacc = zeros((W, R if dense else 1), wp.float64)
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
     cs.sweeps = wp.zeros(W, dtype=wp.int32, device=device)
     cs.unconverged = wp.zeros(W, dtype=wp.int32, device=device)

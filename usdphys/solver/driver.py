@@ -325,10 +325,13 @@ class Solver:
             row = int(self.dg.fail_row.numpy()[w])
             err = float(self.dg.fail_err.numpy()[w])
             t = float(self.dg.fail_time.numpy()[w])
-            what = (f"the motion became non-finite (an impulse overflowed) near {self._row_source(row)}"
-                    if not np.isfinite(err) or err >= 1e299 else
-                    f"{self._row_source(row)} is still off by {err:.3g} m or rad "
-                    f"(tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g})")
+            if not np.isfinite(err) or err >= 1e299:
+                what = f"the motion became non-finite (an impulse overflowed) near {self._row_source(row)}"
+            elif err > 1.0:  # far beyond any joint's travel in one step: the iteration ran away
+                what = f"the Newton iteration diverged ({self._row_source(row)} off by {err:.3g} m or rad)"
+            else:
+                what = (f"{self._row_source(row)} is still off by {err:.3g} m or rad "
+                        f"(tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g})")
             contact = ("; colliders that overlap at the start push against the joints: filter them "
                        "(physics:filteredPairs, collision groups, physics:collisionEnabled)") if self.cm.n_pairs else ""
             raise UsdphysError(

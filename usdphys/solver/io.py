@@ -315,6 +315,8 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.has_elements = int(forces.has_elements(elements))
     # contact: shapes, candidate pairs, materials (per world when a study varies them)
     cm, contact_info = put_contact_model(model, dev, contact)
+    if R == 0:
+        cm.n_dense = 0  # no joints: the contact sweep alone is exact
     for attr, name in (("mu_s", "shape.static_friction"), ("mu_d", "shape.dynamic_friction"),
                        ("rest", "shape.restitution")):
         vals = getattr(cm, attr).numpy()  # (1, S): the shapes' own values
@@ -359,7 +361,8 @@ def make_state(model: Model, device_model: DeviceModel, worlds: int | None = Non
         return world_zeros(shape, dtype, dev, layout)
 
     es = forces.element_state(W, R, dev, zeros)
-    cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev, zeros)
+    cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev, zeros,
+                            dense=device_model.contact.n_dense)
     return DeviceState(data=st, rows=rs, elements=es, contact=cs)
 
 

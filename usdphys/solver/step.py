@@ -478,6 +478,14 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
                 bound = el.fstatic[w, i]
             es.lmax[w, i] = h * bound
             sc.act[w, i] = 1
+            if es.stick[w, i] == 0 and es.fprev[w, i] != wp.float64(0.0):
+                # it slid in the last step: it starts sliding the same way (a clamped impulse),
+                # and sticks again if the joint turns round (solve_rows). Starting every
+                # friction row stuck would make the whole mechanism rigid for the first pass:
+                # a hand's tiny frictionloss rows then carry huge opposing impulses, and
+                # releasing them all at once lands far from the solution
+                sc.lam[w, i] = es.lmax[w, i] * wp.sign(es.fprev[w, i])
+                sc.act[w, i] = 2
 
 
 @wp.func
@@ -492,8 +500,11 @@ def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.floa
             es.qref[w, i] = es.rval[w, i]
         if mode == MODE_FRICTION:
             es.stick[w, i] = 0
+            es.fprev[w, i] = wp.float64(0.0)
             if sc.act[w, i] == 1:
                 es.stick[w, i] = 1
+            elif el.couple[i] < 0:
+                es.fprev[w, i] = sc.lam[w, i] / h  # the sliding friction's force (its direction)
         elif mode == MODE_LAW and el.law[i] != W_LAW_EFFORT:
             if sc.act[w, i] != 1:
                 es.fprev[w, i] = wp.float64(0.0)
@@ -726,6 +737,15 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     sc.lam[w, i] = wp.sign(sc.lam[w, i]) * bound
                     sc.act[w, i] = 2  # clamped: impulse fixed, row leaves the system
                     changed = 1
+            elif mode == MODE_FRICTION and sc.act[w, i] == 2 and m.el.couple[i] < 0:
+                # sliding, but the joint moved along its friction impulse: it stops and sticks
+                g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
+                moved = g - sc.g0[w, i]
+                if m.row_kind[i] == ROW_TWIST:
+                    moved = wrap_angle(moved)
+                if moved * sc.lam[w, i] > wp.float64(0.0):
+                    sc.act[w, i] = 1
+                    changed = 1
         if changed == 0:
             break
         move_bodies(m, st, sc, w, h, assemble)
@@ -739,8 +759,11 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
         sc.rfresh[w] = 1
     for i in range(nr):
         mode = m.row_mode[i]
-        if sc.act[w, i] == 1 and sc.keep[w, i] == 0 and wp.abs(sc.res[w, i]) > DEPENDENT_TOL:
-            err = wp.max(err, wp.abs(sc.res[w, i]))  # dependent and inconsistent beyond the input's accuracy
+        # a hard row the rank decision dropped and left inconsistent beyond the input's accuracy;
+        # a dropped friction row (sticking on a joint that sits on its limit: the same DOF) yields
+        hard = mode == MODE_EQUAL or mode == MODE_LOWER or mode == MODE_UPPER
+        if hard and sc.act[w, i] == 1 and sc.keep[w, i] == 0 and wp.abs(sc.res[w, i]) > DEPENDENT_TOL:
+            err = wp.max(err, wp.abs(sc.res[w, i]))
         if (mode == MODE_LOWER or mode == MODE_UPPER) and sc.act[w, i] == 0:
             r = inequality_residual(m, es, sc, w, i)
             if r < wp.float64(0.0):
@@ -895,14 +918,15 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         # tolerance), so a pose held exactly from a cold start stays held exactly
         es.min_newton[w] = 1
     solve_rows(m, st, es, sc, dg, w, h, tol, assemble)
-    if assemble == 0 and cm.n_pairs > 0:
+    # a joint pass that did not converge leaves nothing to build contact on: the step is retried
+    if assemble == 0 and cm.n_pairs > 0 and sc.conv_err[w] <= ACCEPT_FACTOR * tol:
         # contact (usdphys/solver/contact.py; docs/solver.md "Contact"): contacts
         # solved from the joint-only velocities, joints re-imposed after every PGS sweep, then
         # the contact impulses kicked into the predictor and the joint pass run again exactly
         n_c = contact_begin(cm, cs, w, h, nb, m.gravity[w], m.inv_mass[w], st.pos, st.rot, st.vel, st.omega, sc.vel1,
                             sc.omega1, sc.iinv, nr)
         if n_c > 0:
-            contact_solve(cm, cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.pat,
+            contact_solve(cm, cs, w, n_c, nb, m.inv_mass[w], sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.pat,
                           sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
             contact_kick(cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
             solve_rows(m, st, es, sc, dg, w, h, tol, 0)
@@ -917,9 +941,12 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                 total = total + wp.dot(sc.omega1[w, b], sc.omega1[w, b])
             ok = wp.isfinite(total)
         if not ok:
-            sc.conv_err[w] = wp.float64(1.0e300)
+            if not wp.isfinite(sc.conv_err[w]) or sc.conv_err[w] <= ACCEPT_FACTOR * tol:
+                sc.conv_err[w] = wp.float64(1.0e300)  # the state went non-finite (else: the residual left)
             sc.fage[w] = -1  # the next try factorises afresh
             sc.rank_age[w] = -1  # with a fresh rank decision
+            if cm.n_pairs > 0:
+                cs.prev_count[w] = 0  # and no warm start from this try's contact impulses
             return 0
     if assemble == 0:
         if m.has_elements != 0:
@@ -1146,6 +1173,7 @@ def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h
                 es.stick[w, i] = 1
             elif el.couple[i] < 0:
                 imp = -el.fdynamic[w, i] * wp.sign(gd)
+                es.fprev[w, i] = imp
         if imp != wp.float64(0.0):
             c = -half * imp
             if b0 >= 0:
