@@ -97,6 +97,7 @@ class Solver:
         self.dg = io.make_diagnostics(W, dev)
         self.counter = wp.zeros(1, dtype=wp.int32, device=dev)  # output frames written so far this run
         self._started = False  # leapfrog start of the velocities done
+        self._overlaps_checked = False  # collider pairs checked in the assembled pose
         self._elements_started = False
         self._time = 0.0  # simulated time before the next run() (time functions)
 
@@ -168,6 +169,9 @@ class Solver:
         self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out,
                                          tol], pool)
         self._report_assembly()
+        if not self._overlaps_checked:
+            self._drop_assembled_overlaps()
+            self._overlaps_checked = True
         if not self._elements_started:  # leapfrog start of the element forces
             self._launch(K.start_elements, [self.m, self.st, self.es, self.sc, h, wp.float64(self._time)], pool)
             self._elements_started = True
@@ -290,6 +294,39 @@ class Solver:
             side = "lower" if mode[i] == RowMode.LOWER else "upper"
             warn(f"{self._row_source(i)}: starts {amount} outside its {side} limit ({bound}); the limit holds "
                  "it where it starts (it cannot go further out and may move back in), nothing is moved at t = 0")
+
+    def _drop_assembled_overlaps(self) -> None:
+        """Collider pairs of one jointed mechanism that interpenetrate once the assembly has put
+        the bodies on their joints (world 0) are dropped like those overlapping in the input pose
+        (contact.initial_overlaps): a stage whose joint frames disagree by a metre lands links
+        inside each other, and pushing them apart fights the joints."""
+        import copy
+
+        from usdphys.solver.contact import initial_overlaps
+
+        info, cm, model = self.contact_info, self.cm, self.model
+        pairs = np.asarray(info["pairs"]).reshape(-1, 2)
+        if cm.n_pairs == 0 or model.joint_count == 0 or not len(pairs) or self.B == 0:
+            return
+        com_pos, com_rot = self.st.pos.numpy()[:1, :self.B], self.st.rot.numpy()[:1, :self.B]
+        start = model.com_state()[0][:1]
+        if np.max(np.abs(com_pos - start)) <= ASSEMBLY_WARN:
+            return  # the assembly moved nothing: the input pose's check stands
+        assembled = copy.copy(model)
+        assembled.body_pos, assembled.body_rot = model.prim_from_com(com_pos, com_rot)
+        hit, deepest = initial_overlaps(assembled, info["table"], pairs)
+        if not len(hit):
+            return
+        table = info["table"]
+        names = [f"{table.paths[pairs[k][0]]} / {table.paths[pairs[k][1]]}" for k in hit[:3]]
+        more = f" and {len(hit) - 3} more" if len(hit) > 3 else ""
+        warn(f"{len(hit)} collider pair(s) of one jointed mechanism overlap once the bodies are moved onto their "
+             f"joints (deepest {deepest:.3g} m): {'; '.join(names)}{more}; they are taken as not meant to collide "
+             "and never do (filter them in the stage to say so)")
+        pairs = np.delete(pairs, hit, axis=0)
+        info["pairs"] = pairs
+        cm.n_pairs = int(len(pairs))
+        cm.pairs = wp.array(pairs if len(pairs) else np.zeros((1, 2), np.int32), dtype=wp.vec2i, device=self.device)
 
     def _report_assembly(self) -> None:
         self._report_limits_at_start()
