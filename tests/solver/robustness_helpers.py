@@ -91,6 +91,7 @@ class Link:
     limits: dict = field(default_factory=dict)  # dof index (0..5) -> (lo, hi) in m / deg
     q0: float = 0.0  # revolute: initial joint angle (deg) = the offset of frame 1 about the axis
     omega: float = 0.0  # revolute root link: initial angular speed about the joint axis (deg/s)
+    friction: float = 0.0  # revolute / prismatic: Coulomb friction effort (N m or N, NewtonJointAPI)
 
 
 def inertia(link):
@@ -202,7 +203,12 @@ def tree_usda(links):
             if dof in ln.limits:
                 lo, hi = ln.limits[dof]
                 extra = f"float physics:lowerLimit = {fnum(lo)}\n    float physics:upperLimit = {fnum(hi)}"
-            out.append(_joint_usda(f"J{i}", typ, b0, f"L{i}", p0, r0, p1, r1, AX[ln.axis], extra))
+            if ln.friction:
+                token = "angle" if ln.kind == "revolute" else "distance"
+                extra += (f'\n    uniform token[] newton:dofs = ["{token}"]'
+                          f"\n    uniform float[] newton:dynamicFrictionEffort = [{fnum(ln.friction)}]")
+                schemas = '"NewtonJointAPI"'
+            out.append(_joint_usda(f"J{i}", typ, b0, f"L{i}", p0, r0, p1, r1, AX[ln.axis], extra, schemas))
         elif ln.kind == "spherical":
             out.append(_joint_usda(f"J{i}", "PhysicsSphericalJoint", b0, f"L{i}", p0, r0, p1, r1, AX[ln.axis]))
         else:  # d6: generic PhysicsJoint, locked DOFs by low > high

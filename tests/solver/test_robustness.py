@@ -89,7 +89,8 @@ def f32_quat(q):
 
 
 @st.composite
-def links(draw, n_max=4, kinds=("revolute", "prismatic", "spherical", "d6"), with_limits=True, oracle=False):
+def links(draw, n_max=4, kinds=("revolute", "prismatic", "spherical", "d6"), with_limits=True, oracle=False,
+          with_friction=False):
     n = draw(st.integers(1, n_max))
     out = []
     for i in range(n):
@@ -110,6 +111,9 @@ def links(draw, n_max=4, kinds=("revolute", "prismatic", "spherical", "d6"), wit
             for d in dofs:
                 if draw(st.booleans()):
                     ln.limits[d] = draw(st.sampled_from(ANG_LIMITS if d >= 3 else LIN_LIMITS))
+        if with_friction and kind in ("revolute", "prismatic"):
+            # joint Coulomb friction from a hand's frictionloss (1e-3) to one that holds the link
+            ln.friction = draw(st.sampled_from([0.0, 1e-3, 0.1, 1.0, 10.0]))
         out.append(ln)
     return out
 
@@ -312,10 +316,27 @@ def check_limit(lk, lim):
 
 # ----------------------------------------------------------------------------- CI properties
 @CI
-@given(links())
+@given(links(with_friction=True))
 def test_trees_run_or_fail_cleanly(lks):
     note(H.tree_usda(lks))
     check_robust(H.tree_usda(lks))
+
+
+def check_friction_runs(lks):
+    """Joint Coulomb friction (1e-3 .. 10 N m or N) beside limits must not stop a run: a
+    friction row that sticks while its joint lands on a limit acts on the same DOF as the limit
+    row, and the solver once took the pair for a contradiction and stopped (15 of 53 such
+    trees in an 80-example sample, none with the fix)."""
+    text = H.tree_usda(lks)
+    note(text)
+    res = check_robust(text)
+    assert res is not None, "the run stopped (one line above)"
+
+
+@CI
+@given(links(with_friction=True))
+def test_trees_with_joint_friction_run(lks):
+    check_friction_runs(lks)
 
 
 @CI
@@ -445,10 +466,17 @@ def test_three_rotation_limits_are_xyz_angles():
 # ----------------------------------------------------------------------------- long campaign
 @pytest.mark.slow
 @LONG
-@given(links(n_max=6))
+@given(links(n_max=6, with_friction=True))
 def test_trees_run_or_fail_cleanly_long(lks):
     note(H.tree_usda(lks))
     check_robust(H.tree_usda(lks))
+
+
+@pytest.mark.slow
+@LONG
+@given(links(n_max=6, with_friction=True))
+def test_trees_with_joint_friction_run_long(lks):
+    check_friction_runs(lks)
 
 
 @pytest.mark.slow
