@@ -34,11 +34,11 @@ MAX_STEPS = 1e10
 # Result arrays held at once: the solver's frame buffer, its host copy and the prim-frame poses.
 POSE_COPIES = 3
 # Per-world solver vectors (usdphys/solver/io.py, forces.py, contact.py), rounded up: per row
-# 8 vec3d + 8 float64 + 4 int32 of scratch, 3 float64 of warm-start history, 10 float64 + 1 int32
-# of element state, 2 float64 of contact coupling (396 bytes); per body 7 vec3d + a quaternion +
+# 8 vec3d + 10 float64 + 4 int32 of scratch, 3 float64 of warm-start history, 10 float64 + 1 int32
+# of element state, 2 float64 of contact coupling (412 bytes); per body 7 vec3d + a quaternion +
 # a 3x3 matrix of scratch, the state and the contact pass's velocity buffers (~530 bytes). Checked
 # against the arrays a solver allocates per world (benchmarks/bench_scale.py: chain-300, 945 KB).
-BYTES_PER_ROW = 400
+BYTES_PER_ROW = 416
 BYTES_PER_BODY = 560
 
 
