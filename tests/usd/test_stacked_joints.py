@@ -148,3 +148,27 @@ def test_without_flag_the_pair_is_welded_with_one_warning(caplog):
     welds = [r.getMessage() for r in caplog.records if "weld" in r.getMessage()]
     assert len(welds) == 1 and "/World/b" in welds[0]
     assert np.linalg.norm(got - ANCHOR - COM) < 1e-6
+
+
+def test_springs_of_a_welded_stack_are_left_out_with_one_warning(caplog):
+    """Three hinges at different points that cannot form one joint weld the pair; a viscous
+    damping and an armature on one of them act on a DOF that cannot move. As compliant rows
+    beside the hard rows locking the same direction they made the row system singular (dm_control's
+    dog: the scapula); they are left out, named, and the pair stays welded."""
+    pos = [(0, 0, 0.1), (0.05, 0, -0.05), (0, 0.04, 0)]
+    text = usda(("X", "Y", "Z"), flag=True, pos=pos).replace(
+        'def PhysicsRevoluteJoint "j0"\n        {',
+        'def PhysicsRevoluteJoint "j0" ( prepend apiSchemas = ["NewtonJointAPI"] )\n        {\n'
+        '            uniform token[] newton:dofs = ["angle"]\n'
+        '            uniform float[] newton:viscousDamping = [0.5]\n'
+        '            uniform float[] newton:armature = [0.01]')
+    assert "newton:armature" in text
+    stage = Usd.Stage.CreateInMemory()
+    stage.GetRootLayer().ImportFromString(text)
+    with caplog.at_level(logging.WARNING):
+        r = simulate(stage, duration=0.2, dt=1e-3, fps=10)
+    left = [m.getMessage() for m in caplog.records if "act on no free DOF" in m.getMessage()]
+    assert len(left) == 1 and "1 welded stacked joint(s) (/World/b/j0)" in left[0]
+    assert r.model.elements is None or "/World/b/j0" not in r.model.elements.joint_dofs.joint_paths
+    com = r.positions[-1, 0] + quat_rotate(r.orientations[-1, 0], COM)
+    assert np.linalg.norm(com - ANCHOR - COM) < 1e-6  # welded: nothing moves

@@ -36,7 +36,7 @@ from usdphys.usd.gfconv import vec3
 from usdphys.usd.reader.bodies import read_bodies, world_scale
 from usdphys.usd.reader.joints import read_joints
 from usdphys.usd.reader.mujoco import disabled_flags, name_unsimulated
-from usdphys.usd.reader.stacked import merge_stacked_joints, remap_elements
+from usdphys.usd.reader.stacked import drop_welded_dof_elements, merge_stacked_joints, remap_elements
 from usdphys.usd.reader.validate import validate_stage
 from usdphys.usd.tokens import Tokens
 
@@ -125,8 +125,8 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
     shapes = {p: (name, d) for name, items in by_type.items() if name.endswith("Shape") for p, d in items}
     index, static_bodies = read_bodies(stage, by_type.get("RigidBody", []), shapes, model, mpu, kpu, warner)
     read_joints(stage, by_type, model, index, mpu, kpu, warner)
-    merged = merge_stacked_joints(stage, model)
-    _read_elements(stage, model, index, static_bodies, merged)
+    merged, welded = merge_stacked_joints(stage, model)
+    _read_elements(stage, model, index, static_bodies, merged, welded)
     scenes = by_type.get("Scene", [])
     mujoco_off = disabled_flags(stage.GetPrimAtPath(scenes[0][0]) if scenes else None)
     if "contact" in mujoco_off:
@@ -178,7 +178,7 @@ def _read_scene(stage: Usd.Stage, scenes: list, model: Model, defaults: StageDef
             setattr(defaults, field, float(val))
 
 
-def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged: dict) -> None:
+def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged: dict, welded: set) -> None:
     """Model.elements from usdphys.usd.reader.elements (SI, body PRIM frames); spring masses lumped."""
     from usdphys.usd.reader.elements import read_elements
 
@@ -194,6 +194,7 @@ def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged:
     elements = read_elements(stage, body_index, lambda p: joints.get(p, -1),
                              lambda p: world_scale(stage.GetPrimAtPath(p)))
     remap_elements(elements, merged)
+    drop_welded_dof_elements(model, elements, welded)
     model.elements = elements
     _record_element_sources(model, elements)
 

@@ -32,6 +32,8 @@ Without the flag UsdPhysics semantics stay, with one warning naming the welded b
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from pxr import Usd
 
@@ -151,37 +153,71 @@ def _anchor_offset(model: Model, b0: int, b1: int, pos0, rot0, pos1, rot1) -> np
     return np.array([x0 @ d, y1 @ d, np.cross(x0, y1) @ d])
 
 
-def merge_stacked_joints(stage: Usd.Stage, model: Model) -> dict[str, tuple[int, str, float]]:
-    """Merge flagged stacks in place; returns {stacked joint path: (merged joint index, DOF token,
-    sign)} for every joint that was merged (its elements are remapped with it)."""
+def locks_everything(model: Model, js: list[int]) -> bool:
+    """True when the joints' locked DOFs together leave the body pair no relative motion in the
+    input pose: the rank of their constraint rows on the relative twist (w, v at the origin) is 6.
+    A locked translation along t at anchor p reads (p x t, t), a locked rotation about a reads
+    (a, 0). Two different hinges, or a hinge and a slide, already weld the pair."""
+    rows = []
+    for j in js:
+        b0 = int(model.joint_body0[j])
+        x, q = (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])) if b0 < 0 else \
+            (np.asarray(model.body_pos[0, b0], float), np.asarray(model.body_rot[0, b0], float))
+        qj = quat_mul(q, np.asarray(model.joint_rot0[j], float))
+        p = x + quat_rotate(q, np.asarray(model.joint_pos0[j], float))
+        for d in range(6):
+            if not model.joint_locked[j, d]:
+                continue
+            a = quat_rotate(qj, np.eye(3)[d % 3])
+            rows.append(np.concatenate([np.cross(p, a), a]) if d < 3 else np.concatenate([a, np.zeros(3)]))
+    if len(rows) < 6:
+        return False
+    sv = np.linalg.svd(np.asarray(rows), compute_uv=False)
+    return bool(sv[5] > 1e-9 * max(sv[0], 1.0))
+
+
+def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tuple[int, str, float]], set[str]]:
+    """Merge flagged stacks in place; returns ({stacked joint path: (merged joint index, DOF
+    token, sign)} for every joint that was merged (its elements are remapped with it), the paths
+    of the joints left in a stack that welds its pair (locks_everything): their springs, damping,
+    armature, friction and drives act on no free DOF)."""
     groups: dict[tuple[int, int], list[int]] = {}
     for j in range(model.joint_count):
         b0, b1 = int(model.joint_body0[j]), int(model.joint_body1[j])
         groups.setdefault((min(b0, b1), max(b0, b1)), []).append(j)
     stacks = {k: v for k, v in groups.items() if len(v) > 1}
     if not stacks:
-        return {}
+        return {}, set()
     order = _prim_order(stage)
 
     def body_path(b):
         return model.body_paths[b] if b >= 0 else ""
 
     welded, merged, drop = [], {}, set()
+    welded_joints: set[str] = set()
+
+    def weld(js):
+        if locks_everything(model, js):
+            welded_joints.update(model.joint_paths[j] for j in js)
+
     for (ba, bb), js in sorted(stacks.items()):
         js = sorted(js, key=lambda j: order.get(model.joint_paths[j], 1 << 30))
         names = ", ".join(model.joint_paths[j] for j in js)
         if not _flagged(stage, [model.joint_paths[j] for j in js] + [body_path(ba), body_path(bb)]):
             welded.append(f"{body_path(ba) or 'world'} / {body_path(bb) or 'world'}")
+            weld(js)
             continue
         # all joints of the stack see the pair the same way round (body0 = parent)
         j0 = js[0]
         if any(int(model.joint_body0[j]) != int(model.joint_body0[j0]) for j in js):
             warn(f"stacked joints {names}: body0 / body1 swapped between them; each constrains on its own")
+            weld(js)
             continue
         fit = _fit(model, js)
         if isinstance(fit, str):
             warn(f"stacked joints {names} ({ADD_MOBILITY}) cannot form one joint: {fit}; "
                  "each constrains on its own (UsdPhysics semantics)")
+            weld(js)
             continue
         rot0, rot1, dofs = fit
         h = next((j for j, d, _ in dofs if d >= 3), j0)  # the anchor: the hinges' common point
@@ -224,7 +260,39 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> dict[str, tuple[int,
         model.joint_paths = [model.joint_paths[j] for j in keep]
         model.joint_type = [model.joint_type[j] for j in keep]
         merged = {p: (renumber[j], tok, s) for p, (j, tok, s) in merged.items()}
-    return merged
+    return merged, welded_joints
+
+
+def drop_welded_dof_elements(model: Model, elements, welded: set[str]) -> None:
+    """Joint springs, damping, armature, friction (NewtonJointAPI, MuJoCo joint springs) and drives
+    of joints whose stack welds their body pair act on a DOF that cannot move: exactly nothing for
+    the motion, but as compliant rows beside the hard rows that lock the same direction they make
+    the row system singular (dm_control's dog: the scapula's three hinges). Left out, one warning."""
+    if not welded:
+        return
+    left = set()
+    table = None if elements is None else elements.joint_dofs
+    if table is not None and len(table):
+        keep = np.array([p not in welded for p in table.joint_paths], bool)
+        if not keep.all():
+            left.update(p for p, k in zip(table.joint_paths, keep) if not k)
+            n = len(table)
+            for f in dataclasses.fields(table):
+                v = getattr(table, f.name)
+                if isinstance(v, list) and len(v) == n:
+                    setattr(table, f.name, [x for x, k in zip(v, keep) if k])
+                elif isinstance(v, np.ndarray) and v.ndim >= 1 and len(v) == n:
+                    setattr(table, f.name, v[keep])
+    for j, path in enumerate(model.joint_paths):
+        if path in welded and (np.any(model.joint_drive_stiffness[j] != 0) or np.any(model.joint_drive_damping[j] != 0)):
+            model.joint_drive_stiffness[j] = 0.0
+            model.joint_drive_damping[j] = 0.0
+            left.add(path)
+    if left:
+        names = sorted(left)
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        warn(f"{len(names)} welded stacked joint(s) ({', '.join(names[:3])}{more}): their springs, damping, armature, "
+             "friction and drives act on no free DOF and are left out")
 
 
 def remap_elements(elements, merged: dict) -> None:
