@@ -313,10 +313,15 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
         model = _with_parameters(model, parameters or {}, overrides or {})
 
     from usdphys.solver import Solver
+    from usdphys.types.fixedmerge import merge_fixed_joints
 
-    solver = Solver(model, device=device, laws=laws, threads=threads)
+    # bodies welded by fixed joints run as one rigid body (the same motion); recorded joint
+    # reactions need the welds as joints, so a recording run keeps them
+    solved, welds = (model, None) if groups.any else merge_fixed_joints(model)
+    solver = Solver(solved, device=device, laws=laws, threads=threads)
     run = solver.run(frames, substeps, h, progress=_Progress(progress), record=groups)
-    pos, rot = model.prim_from_com(run.pos, run.rot)
+    com_pos, com_rot = (run.pos, run.rot) if welds is None else welds.expand(run.pos, run.rot)
+    pos, rot = model.prim_from_com(com_pos, com_rot)
     from usdphys.solver.outputs import channels as make_channels
 
     er = solver.elements
