@@ -151,6 +151,18 @@ def _get(v: wp.array2d(dtype=wp.vec3d), w: int, b: int) -> wp.vec3d:
 
 
 @wp.func
+def _inv_masses(inv_mass: wp.array(dtype=wp.float64), b0: int, b1: int):
+    """The inverse masses of a contact's two bodies (0 for the world)."""
+    im0 = f64(0.0)
+    im1 = f64(0.0)
+    if b0 >= 0:
+        im0 = inv_mass[b0]
+    if b1 >= 0:
+        im1 = inv_mass[b1]
+    return im0, im1
+
+
+@wp.func
 def _rows(a: wp.vec3d, b: wp.vec3d, c: wp.vec3d) -> wp.mat33d:
     return wp.mat33d(a[0], a[1], a[2], b[0], b[1], b[2], c[0], c[1], c[2])
 
@@ -591,13 +603,24 @@ def _position_update(pl: wp.float64, up: wp.float64, bpk: wp.float64, knn: wp.fl
 
 
 @wp.func
+def _dense_push(cs: ContactState, w: int, n_c: int, nd: int, k: int, dl: wp.vec3d):
+    """Every contact's velocity after an impulse change dl at contact k."""
+    for j in range(n_c):
+        cs.du[w, j] = cs.du[w, j] + cs.dmat[w, j * nd + k] * dl
+
+
+@wp.func
 def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
-           vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), second: int) -> wp.float64:
+           vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), second: int,
+           dense: int) -> wp.float64:
     """One Gauss-Seidel sweep over the contacts; returns the largest contact velocity change.
 
     second = 0: the main pass (accumulated impulses cs.lam, hard and compliant contacts,
     position-only impulses); second = 1: the inelastic pass after restitution (fresh
-    impulses cs.lamc, hard contacts only)."""
+    impulses cs.lamc, hard contacts only). dense = 0: each update moves the contact's two
+    bodies (the joints answer after the sweep); dense = 1: it moves every contact's velocity
+    through the Delassus matrix through the joints (_build_dense: the whole mechanism answers)."""
+    nd = cm.n_dense
     dmax = f64(0.0)
     for k in range(n_c):
         kind = cs.kind[w, k]
@@ -605,24 +628,27 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
             continue
         b0 = cs.c.body0[w, k]
         b1 = cs.c.body1[w, k]
-        im0 = f64(0.0)
-        im1 = f64(0.0)
-        if b0 >= 0:
-            im0 = inv_mass[b0]
-        if b1 >= 0:
-            im1 = inv_mass[b1]
+        im0, im1 = _inv_masses(inv_mass, b0, b1)
         D = cs.dirs[w, k]
         A0 = cs.a0[w, k]
         A1 = cs.a1[w, k]
         K = cs.kblk[w, k]
-        u = _rel_vel(D, A0, A1, _vel(vfree, cs.dv, w, b0), _vel(wfree, cs.dw, w, b0),
-                     _vel(vfree, cs.dv, w, b1), _vel(wfree, cs.dw, w, b1))
+        u = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
+        if dense != 0:
+            K = cs.dmat[w, k * nd + k]
+            u = cs.du[w, k]
+        else:
+            u = _rel_vel(D, A0, A1, _vel(vfree, cs.dv, w, b0), _vel(wfree, cs.dw, w, b0),
+                         _vel(vfree, cs.dv, w, b1), _vel(wfree, cs.dw, w, b1))
         lam = cs.lam[w, k]
         if second != 0:
             lam = cs.lamc[w, k]
         lam_new = _impulse_update(cs, w, k, kind, K, u, lam)
         dl = lam_new - lam
-        _apply(cs, w, k, b0, b1, im0, im1, dl)
+        if dense != 0:
+            _dense_push(cs, w, n_c, nd, k, dl)
+        else:
+            _apply(cs, w, k, b0, b1, im0, im1, dl)
         if second != 0:
             cs.lamc[w, k] = lam_new
         else:
@@ -632,12 +658,20 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
             pl = cs.plam[w, k]
             bpk = cs.bp[w, k]
             if bpk != f64(0.0) or pl != f64(0.0):
-                up = wp.dot(D[0], _get(cs.pv, w, b1) - _get(cs.pv, w, b0)) + wp.dot(A1[0], _get(cs.pw, w, b1)) \
-                    - wp.dot(A0[0], _get(cs.pw, w, b0))
+                up = f64(0.0)
+                if dense != 0:
+                    up = cs.dup[w, k]
+                else:
+                    up = wp.dot(D[0], _get(cs.pv, w, b1) - _get(cs.pv, w, b0)) + wp.dot(A1[0], _get(cs.pw, w, b1)) \
+                        - wp.dot(A0[0], _get(cs.pw, w, b0))
                 pl_new = _position_update(pl, up, bpk, K[0, 0])
                 dp = pl_new - pl
                 if dp != f64(0.0):
-                    _apply_pos(cs, w, k, b0, b1, im0, im1, dp)
+                    if dense != 0:
+                        for j in range(n_c):
+                            cs.dup[w, j] = cs.dup[w, j] + cs.dmat[w, j * nd + k][0, 0] * dp
+                    else:
+                        _apply_pos(cs, w, k, b0, b1, im0, im1, dp)
                     cs.plam[w, k] = pl_new
                     dmax = wp.max(dmax, wp.abs(K[0, 0] * dp))
     return dmax
@@ -679,12 +713,7 @@ def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
             continue
         b0 = cs.c.body0[w, l]
         b1 = cs.c.body1[w, l]
-        im0 = f64(0.0)
-        im1 = f64(0.0)
-        if b0 >= 0:
-            im0 = inv_mass[b0]
-        if b1 >= 0:
-            im1 = inv_mass[b1]
+        im0, im1 = _inv_masses(inv_mass, b0, b1)
         for d in range(3):
             for b in range(nb):
                 cs.tv[w, b] = z
@@ -714,49 +743,6 @@ def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
 
 
 @wp.func
-def _dense_push(cs: ContactState, w: int, n_c: int, nd: int, k: int, dl: wp.vec3d):
-    """Every contact's velocity after an impulse change dl at contact k."""
-    for j in range(n_c):
-        cs.du[w, j] = cs.du[w, j] + cs.dmat[w, j * nd + k] * dl
-
-
-@wp.func
-def _sweep_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, second: int) -> wp.float64:
-    """_sweep on the Delassus matrix through the joints (_build_dense): each update sees the
-    whole mechanism's answer to the impulses before it."""
-    nd = cm.n_dense
-    dmax = f64(0.0)
-    for k in range(n_c):
-        kind = cs.kind[w, k]
-        if kind == KIND_OFF or (second != 0 and kind != KIND_HARD):
-            continue
-        K = cs.dmat[w, k * nd + k]
-        lam = cs.lam[w, k]
-        if second != 0:
-            lam = cs.lamc[w, k]
-        lam_new = _impulse_update(cs, w, k, kind, K, cs.du[w, k], lam)
-        dl = lam_new - lam
-        _dense_push(cs, w, n_c, nd, k, dl)
-        if second != 0:
-            cs.lamc[w, k] = lam_new
-        else:
-            cs.lam[w, k] = lam_new
-        dmax = wp.max(dmax, wp.length(K * dl))
-        if kind == KIND_HARD and second == 0:
-            pl = cs.plam[w, k]
-            bpk = cs.bp[w, k]
-            if bpk != f64(0.0) or pl != f64(0.0):
-                pl_new = _position_update(pl, cs.dup[w, k], bpk, K[0, 0])
-                dp = pl_new - pl
-                if dp != f64(0.0):
-                    for j in range(n_c):
-                        cs.dup[w, j] = cs.dup[w, j] + cs.dmat[w, j * nd + k][0, 0] * dp
-                    cs.plam[w, k] = pl_new
-                    dmax = wp.max(dmax, wp.abs(K[0, 0] * dp))
-    return dmax
-
-
-@wp.func
 def _dense_finish(cs: ContactState, w: int, n_c: int, nb: int, inv_mass: wp.array(dtype=wp.float64), nr: int,
                   act: wp.array2d(dtype=wp.int32), row_b0: wp.array(dtype=wp.int32),
                   row_b1: wp.array(dtype=wp.int32), pat: RowPattern,
@@ -782,12 +768,7 @@ def _dense_finish(cs: ContactState, w: int, n_c: int, nb: int, inv_mass: wp.arra
             continue
         b0 = cs.c.body0[w, k]
         b1 = cs.c.body1[w, k]
-        im0 = f64(0.0)
-        im1 = f64(0.0)
-        if b0 >= 0:
-            im0 = inv_mass[b0]
-        if b1 >= 0:
-            im1 = inv_mass[b1]
+        im0, im1 = _inv_masses(inv_mass, b0, b1)
         L = cs.lam[w, k] + cs.lamc[w, k] + wp.vec3d(cs.rimp[w, k], f64(0.0), f64(0.0))
         _apply(cs, w, k, b0, b1, im0, im1, L)
         if cs.plam[w, k] != f64(0.0):
@@ -825,7 +806,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
         used = sweep + 1
         dmax = f64(0.0)
         if dense == 0:
-            dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0)
+            dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0, 0)
             if nr > 0:
                 project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
                                Dg, res, cs.dv, cs.dw, cs.jlam)
@@ -836,7 +817,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                              jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg, res)
                 dense = 1
         else:
-            dmax = _sweep_dense(cm, cs, w, n_c, 0)
+            dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0, 1)
         if dmax <= cm.tol:
             break
     if used >= cm.max_sweeps and cm.max_sweeps > 1:
@@ -849,12 +830,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
             if R > f64(0.0):
                 b0 = cs.c.body0[w, k]
                 b1 = cs.c.body1[w, k]
-                im0 = f64(0.0)
-                im1 = f64(0.0)
-                if b0 >= 0:
-                    im0 = inv_mass[b0]
-                if b1 >= 0:
-                    im1 = inv_mass[b1]
+                im0, im1 = _inv_masses(inv_mass, b0, b1)
                 if dense != 0:
                     _dense_push(cs, w, n_c, cm.n_dense, k, wp.vec3d(R, f64(0.0), f64(0.0)))
                 else:
@@ -865,13 +841,13 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
         for sweep in range(cm.max_sweeps):
             used = used + 1
             if dense != 0:
-                if _sweep_dense(cm, cs, w, n_c, 1) <= cm.tol:
+                if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1, 1) <= cm.tol:
                     break
             else:
                 if nr > 0:
                     project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag,
                                    Lf, Dg, res, cs.dv, cs.dw, cs.jlam)
-                if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1) <= cm.tol:
+                if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1, 0) <= cm.tol:
                     break
     if dense != 0:
         _dense_finish(cs, w, n_c, nb, inv_mass, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1,
@@ -1058,6 +1034,15 @@ def initial_overlaps(model, table, pairs: np.ndarray, slop: float = INITIAL_OVER
     return np.asarray(hit, np.int64), float(depth.max()) if len(hit) else 0.0
 
 
+def warn_overlaps(table, pairs: np.ndarray, hit, deepest: float, when: str) -> None:
+    """One warning naming the collider pairs initial_overlaps found (`when`: which pose)."""
+    names = [f"{table.paths[pairs[k][0]]} / {table.paths[pairs[k][1]]}" for k in hit[:3]]
+    more = f" and {len(hit) - 3} more" if len(hit) > 3 else ""
+    warn(f"{len(hit)} collider pair(s) of one jointed mechanism overlap {when} (deepest {deepest:.3g} m): "
+         f"{'; '.join(names)}{more}; they are taken as not meant to collide and never do (filter them in the "
+         "stage to say so)")
+
+
 def start_depths(model, table, pairs: np.ndarray) -> np.ndarray:
     """Per pair: the deepest interpenetration (m, 0 if apart) in world 0's input pose."""
     from usdphys.solver.narrowphase import CollisionPipeline
@@ -1088,11 +1073,7 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
             depth = start_depths(model, table, pairs)  # one narrow phase over the input pose
             hit, deepest = initial_overlaps(model, table, pairs, depths=depth)
             if len(hit):
-                names = [f"{table.paths[pairs[k][0]]} / {table.paths[pairs[k][1]]}" for k in hit[:3]]
-                more = f" and {len(hit) - 3} more" if len(hit) > 3 else ""
-                warn(f"{len(hit)} collider pair(s) of one jointed mechanism overlap in the input pose (deepest "
-                     f"{deepest:.3g} m): {'; '.join(names)}{more}; they are taken as not meant to collide and "
-                     "never do (filter them in the stage to say so)")
+                warn_overlaps(table, pairs, hit, deepest, "in the input pose")
                 pairs = np.delete(pairs, hit, axis=0)
                 depth = np.delete(depth, hit)
             deep = np.flatnonzero(depth > START_DEPTH_WARN)

@@ -302,7 +302,7 @@ class Solver:
         inside each other, and pushing them apart fights the joints."""
         import copy
 
-        from usdphys.solver.contact import initial_overlaps
+        from usdphys.solver.contact import initial_overlaps, warn_overlaps
 
         info, cm, model = self.contact_info, self.cm, self.model
         pairs = np.asarray(info["pairs"]).reshape(-1, 2)
@@ -317,12 +317,7 @@ class Solver:
         hit, deepest = initial_overlaps(assembled, info["table"], pairs)
         if not len(hit):
             return
-        table = info["table"]
-        names = [f"{table.paths[pairs[k][0]]} / {table.paths[pairs[k][1]]}" for k in hit[:3]]
-        more = f" and {len(hit) - 3} more" if len(hit) > 3 else ""
-        warn(f"{len(hit)} collider pair(s) of one jointed mechanism overlap once the bodies are moved onto their "
-             f"joints (deepest {deepest:.3g} m): {'; '.join(names)}{more}; they are taken as not meant to collide "
-             "and never do (filter them in the stage to say so)")
+        warn_overlaps(info["table"], pairs, hit, deepest, "once the bodies are moved onto their joints")
         pairs = np.delete(pairs, hit, axis=0)
         info["pairs"] = pairs
         cm.n_pairs = int(len(pairs))

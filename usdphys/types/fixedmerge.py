@@ -67,22 +67,27 @@ def _frame_inv(a):
     return -quat_rotate(qi, a[0]), qi
 
 
+def _element_tables(el):
+    """(name, table) of every element table (usdphys.types.elements.Elements); none for None."""
+    if el is None:
+        return
+    for f in dataclasses.fields(el):
+        table = getattr(el, f.name)
+        if dataclasses.is_dataclass(table):
+            yield f.name, table
+
+
 def _weld_candidates(model) -> list[int]:
-    el = model.elements
     named_joints, named_bodies = set(), set()
-    if el is not None:
-        for f in dataclasses.fields(el):
-            table = getattr(el, f.name)
-            if not dataclasses.is_dataclass(table):
-                continue
-            for name in ("joint_paths", "leader_paths"):
-                named_joints.update(getattr(table, name, None) or [])
-            if f.name == "couplings":  # a coupling's own paths are its follower joints
-                named_joints.update(table.paths)
-            for name in ("body0", "body1"):
-                b = getattr(table, name, None)
-                if b is not None:
-                    named_bodies.update(int(x) for x in np.asarray(b).ravel() if int(x) >= 0)
+    for name, table in _element_tables(model.elements):
+        for attr in ("joint_paths", "leader_paths"):
+            named_joints.update(getattr(table, attr, None) or [])
+        if name == "couplings":  # a coupling's own paths are its follower joints
+            named_joints.update(table.paths)
+        for attr in ("body0", "body1"):
+            b = getattr(table, attr, None)
+            if b is not None:
+                named_bodies.update(int(x) for x in np.asarray(b).ravel() if int(x) >= 0)
     kin = np.asarray(model.body_kinematic, bool)
     out = []
     for j in range(model.joint_count):
@@ -272,17 +277,11 @@ def _build(model, rep, rel_p, rel_q, merged_joints):
         out.contact_exclude = sorted(pairs)
     # element joint indices (NewtonJointAPI rows, motors, bushings, couplings) follow the renumbering
     renumber = {old: i for i, old in enumerate(keep_joints)}
-    el = out.elements
-    if el is not None:
-        for f in dataclasses.fields(el):
-            table = getattr(el, f.name)
-            if not dataclasses.is_dataclass(table):
-                continue
-            for name in ("joint", "leader"):
-                idx = getattr(table, name, None)
-                if isinstance(idx, np.ndarray) and idx.size:
-                    setattr(table, name, np.array([renumber.get(int(j), -1) if j >= 0 else int(j) for j in idx],
-                                                  idx.dtype))
+    for _, table in _element_tables(out.elements):
+        for name in ("joint", "leader"):
+            idx = getattr(table, name, None)
+            if isinstance(idx, np.ndarray) and idx.size:
+                setattr(table, name, np.array([renumber.get(int(j), -1) if j >= 0 else int(j) for j in idx], idx.dtype))
     out.param_sources = {}
     mapping = FixedMerge(rep=np.array([new_index[int(rep[b])] for b in range(B)]), com_pos=com_pos,
                          com_rot=com_rot, merged_joints=[model.joint_paths[j] for j in sorted(drop)])
