@@ -54,6 +54,10 @@ def mujoco_positions(xml_path: Path, duration: float, dt: float, equality: bool 
     mujoco.mj_forward(m, d)
     for _ in range(int(round(duration / dt))):
         mujoco.mj_step(m, d)
+    # MuJoCo resets a state it finds non-finite or huge and carries on: then it has no answer
+    W = mujoco.mjtWarning
+    if any(d.warning[int(w)].number > 0 for w in (W.mjWARN_BADQACC, W.mjWARN_BADQVEL, W.mjWARN_BADQPOS)):
+        raise RuntimeError(f"{xml_path.name}: MuJoCo went unstable and reset itself (dt {dt:g}); no reference")
     names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) for b in range(m.nbody)]
     return {n: d.xpos[b].copy() for b, n in enumerate(names) if b > 0 and n}
 

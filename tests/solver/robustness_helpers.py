@@ -290,6 +290,10 @@ def tree_mjcf(links, timestep):
 
 
 def mujoco_positions(links, duration, timestep):
+    """Body positions after `duration`, or None when MuJoCo found its own state non-finite or
+    huge on the way: it then resets the simulation to qpos0 and carries on, and its answer is not
+    a motion (two such runs at different dt agree with each other, so the convergence check alone
+    would not see it)."""
     import mujoco
 
     m = mujoco.MjModel.from_xml_string(tree_mjcf(links, timestep))
@@ -297,6 +301,9 @@ def mujoco_positions(links, duration, timestep):
     n = int(round(duration / timestep))
     for _ in range(n):
         mujoco.mj_step(m, d)
+    bad = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQPOS)
+    if any(d.warning[int(w)].number > 0 for w in bad):
+        return None
     return np.array([d.xpos[m.body(f"L{i}").id] for i in range(len(links))])
 
 
