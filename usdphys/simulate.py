@@ -40,6 +40,10 @@ POSE_COPIES = 3
 # against the arrays a solver allocates per world (benchmarks/bench_scale.py: chain-300, 945 KB).
 BYTES_PER_ROW = 416
 BYTES_PER_BODY = 560
+# Per contact a world can hold (usdphys/solver/contact.py make_contact_state, narrowphase.py
+# allocate_contacts): 6 mat33d + 7 vec3d + 9 float64 + 2 int32 of contact state, 5 int32 +
+# 3 vec3d + 1 float64 of the contact record (780 bytes).
+BYTES_PER_CONTACT = 780
 
 
 @dataclass
@@ -166,11 +170,27 @@ def memory_estimate(model: Model, frames: int, worlds: int, record: bool = False
     entries = row_pattern(joint_rows.b0, joint_rows.b1).count + (rows - joint_rows.count)
     poses = (frames + 1) * worlds * bodies * (3 + 4) * 8 * POSE_COPIES
     efforts = (frames + 1) * worlds * max(motors, 1) * 8 * 2
-    solver = (entries * 2 * 8 + rows * BYTES_PER_ROW + bodies * BYTES_PER_BODY) * worlds
+    solver = (entries * 2 * 8 + rows * BYTES_PER_ROW + bodies * BYTES_PER_BODY + _contact_bytes(model, bodies, rows)) * worlds
     recorded = 0
     if record:
         recorded = (frames + 1) * worlds * (6 * bodies + 18 * model.joint_count + 4 * rows + 3) * 8 * 2
     return poses + efforts + solver + recorded, rows
+
+
+def _contact_bytes(model: Model, bodies: int, rows: int) -> int:
+    """Contact buffers per world, an upper bound: the capacity at its cap (contact.default_capacity:
+    16 per body + 32), and with joint rows the Delassus matrix through the joints (3x3 blocks of
+    at most ContactOptions.dense_contacts contacts) and its probe vectors."""
+    if getattr(model, "shapes", None) is None or not len(model.shapes):
+        return 0
+    from usdphys.solver.contact import ContactOptions
+
+    capacity = 16 * bodies + 32
+    total = capacity * BYTES_PER_CONTACT
+    if model.joint_count:
+        nd = min(ContactOptions().dense_contacts, capacity)
+        total += nd * nd * 72 + nd * (24 + 8) + bodies * 2 * 24 + rows * 8
+    return total
 
 
 def _size(n: float) -> str:

@@ -104,3 +104,34 @@ def test_memory_estimate_covers_what_a_world_allocates():
     charged = memory_estimate(m, 0, 2)[0] - memory_estimate(m, 0, 1)[0]
     poses = 1 * 40 * 7 * 8 * 3 + 8 * 2  # one frame of poses and efforts per world, not solver memory
     assert 0.9 * (charged - poses) <= allocated <= charged - poses
+
+
+def test_memory_estimate_covers_contact_buffers():
+    """A chain of capsules over a ground plane: the contact state (at the capacity's cap) and the
+    Delassus matrix through the joints are charged too; the estimate stays an upper bound of what
+    one more world allocates, and within 3x of it (the capacity's cap against what the pairs need)."""
+    from usdphys.simulate import memory_estimate
+    from usdphys.solver import Solver
+    from usdphys.types.model import Model
+    from usdphys.types.shapes import SHAPE_CAPSULE, SHAPE_PLANE, table_from_specs
+
+    m = Model()
+    m.gravity = np.array([0.0, 0.0, -9.81])
+    prev = -1
+    specs = [{"type": SHAPE_PLANE, "body": -1, "dims": (0, 0, 0)}]
+    for k in range(10):
+        b = m.add_body(f"/rod{k}", 1.0, [1e-3, 1e-3, 1e-5], pos=[0.1 * k + 0.05, 0.0, 1.0])
+        m.add_joint(f"/j{k}", prev, b, pos0=[0.0, 0.0, 1.0] if prev < 0 else [0.05, 0.0, 0.0],
+                    pos1=[-0.05, 0.0, 0.0], locked=[True, True, True, True, False, True])
+        specs.append({"type": SHAPE_CAPSULE, "body": b, "dims": (0.01, 0.04, 0)})
+        prev = b
+    m.shapes = table_from_specs(specs)
+
+    def per_world(worlds):
+        s = Solver(m.replicate(worlds), "cpu")
+        seen = set()
+        return sum(_array_bytes(x, seen) for x in (s.st, s.rs, s.es, s.cs, s.sc, s.dg))
+
+    allocated = per_world(2) - per_world(1)
+    charged = memory_estimate(m, 0, 2)[0] - memory_estimate(m, 0, 1)[0] - (10 * 7 * 8 * 3 + 8 * 2)
+    assert allocated <= charged <= 3 * allocated, (allocated, charged)
