@@ -116,6 +116,12 @@ def euler_xyz(k: int, Q0: wp.quatd, Q1: wp.quatd):
 
 
 @wp.func
+def plane_angle(Q: wp.quatd, v: wp.vec3d, i: int, j: int) -> wp.float64:
+    """Angle of v in the plane of frame Q's axes i, j, from axis i towards axis j."""
+    return wp.atan2(wp.dot(v, wp.quat_rotate(Q, basis(j))), wp.dot(v, wp.quat_rotate(Q, basis(i))))
+
+
+@wp.func
 def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1: wp.quatd,
              x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d, r1: wp.quatd, frac: wp.float64):
     """Value g of one constraint row and its velocity Jacobian.
@@ -155,8 +161,7 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         i = (axis + 1) % 3
         j = (axis + 2) % 3
         k = wp.quat_rotate(Q0, basis(axis))
-        y1 = wp.quat_rotate(Q1, basis(i))
-        g = wp.atan2(wp.dot(y1, wp.quat_rotate(Q0, basis(j))), wp.dot(y1, wp.quat_rotate(Q0, basis(i))))
+        g = plane_angle(Q0, wp.quat_rotate(Q1, basis(i)), i, j)
         ja0 = -k
         ja1 = k
     elif kind == ROW_TWIST and axis >= 6:  # angle axis - 6 of the x-y-z sequence (three free rotations)
@@ -167,8 +172,7 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         i = (a + 1) % 3
         j = (a + 2) % 3
         k = wp.quat_rotate(Q1, basis(a))
-        x0 = wp.quat_rotate(Q0, basis(j))
-        g = wp.atan2(wp.dot(x0, wp.quat_rotate(Q1, basis(i))), wp.dot(x0, wp.quat_rotate(Q1, basis(j))))
+        g = plane_angle(Q1, wp.quat_rotate(Q0, basis(j)), j, i)
         ja0 = -k
         ja1 = k
     elif kind == ROW_CROSS:  # along e0[a] x e1[b]: both turn, so their rotation enters too

@@ -26,6 +26,7 @@ import numpy as np
 
 from usdphys.errors import warn
 from usdphys.math3d import matrix_to_quat, quat_conj, quat_mul, quat_rotate, quat_to_matrix
+from usdphys.types.model import PER_JOINT_ARRAYS
 
 # joint frames of a group of welds must agree this well (m or rad) for the group to merge
 CONSISTENT_TOL = 1.0e-6
@@ -33,11 +34,6 @@ CONSISTENT_TOL = 1.0e-6
 # frames say is named, as the assembly names joints it moves bodies onto
 POSE_WARN = 1.0e-6
 
-_PER_JOINT = ("joint_body0", "joint_body1", "joint_pos0", "joint_rot0", "joint_pos1", "joint_rot1",
-              "joint_locked", "joint_lower", "joint_upper", "joint_drive_stiffness", "joint_drive_damping",
-              "joint_drive_target_pos", "joint_drive_target_vel", "joint_drive_max_force", "joint_drive_accel",
-              "joint_dist_min", "joint_dist_max", "joint_is_distance", "joint_composite",
-              "joint_composite_distance", "joint_anchor_offset")
 
 
 @dataclass
@@ -247,7 +243,7 @@ def _build(model, rep, rel_p, rel_q, merged_joints):
     # joints: the welds go; the others name merged bodies, their frames in the merged body's
     drop = set(merged_joints)
     keep_joints = [j for j in range(model.joint_count) if j not in drop]
-    for name in _PER_JOINT:
+    for name in PER_JOINT_ARRAYS:
         setattr(out, name, np.asarray(getattr(model, name))[keep_joints].copy())
     out.joint_paths = [model.joint_paths[j] for j in keep_joints]
     out.joint_type = [model.joint_type[j] for j in keep_joints]

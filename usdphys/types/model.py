@@ -76,6 +76,14 @@ class RowTable:
         return int(self.kind.shape[0])
 
 
+# the Model's per-joint arrays (row j of each is joint j): what dropping or reordering joints touches
+PER_JOINT_ARRAYS = ("joint_body0", "joint_body1", "joint_pos0", "joint_rot0", "joint_pos1", "joint_rot1",
+                    "joint_locked", "joint_lower", "joint_upper", "joint_drive_stiffness", "joint_drive_damping",
+                    "joint_drive_target_pos", "joint_drive_target_vel", "joint_drive_max_force", "joint_drive_accel",
+                    "joint_dist_min", "joint_dist_max", "joint_is_distance", "joint_composite",
+                    "joint_composite_distance", "joint_anchor_offset")
+
+
 @dataclass
 class Model:
     """Bodies, joints and gravity in SI units; initial state with a world axis."""

@@ -39,15 +39,10 @@ from pxr import Usd
 
 from usdphys.errors import warn
 from usdphys.math3d import matrix_to_quat, quat_mul, quat_rotate
-from usdphys.types.model import Model
+from usdphys.types.model import PER_JOINT_ARRAYS, Model
 
 ADD_MOBILITY = "newton:jointsAddMobility"
 _ROT_TOKENS = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
-_PER_JOINT = ("joint_body0", "joint_body1", "joint_pos0", "joint_rot0", "joint_pos1", "joint_rot1",
-              "joint_locked", "joint_lower", "joint_upper", "joint_drive_stiffness", "joint_drive_damping",
-              "joint_drive_target_pos", "joint_drive_target_vel", "joint_drive_max_force", "joint_drive_accel",
-              "joint_dist_min", "joint_dist_max", "joint_is_distance", "joint_composite",
-              "joint_composite_distance", "joint_anchor_offset")
 _ANCHOR_TOL = 1e-5  # m: the converter writes anchors as float32 (point3f)
 _AXIS_TOL = 1e-4  # |cos| between axes; float32 quaternions give ~1e-7
 
@@ -255,7 +250,7 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tupl
     if drop:
         keep = [j for j in range(model.joint_count) if j not in drop]
         renumber = {old: i for i, old in enumerate(keep)}
-        for name in _PER_JOINT:
+        for name in PER_JOINT_ARRAYS:
             setattr(model, name, np.asarray(getattr(model, name))[keep])
         model.joint_paths = [model.joint_paths[j] for j in keep]
         model.joint_type = [model.joint_type[j] for j in keep]
