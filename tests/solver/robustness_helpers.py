@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-G = 9.81
+def f32(x):
+    """x as the stage holds it: physics:mass, diagonalInertia, localPos0/1 and gravityMagnitude
+    are float32 in UsdPhysics. The oracles take these same rounded numbers; a mechanism near a
+    fold amplifies a 4e-8 relative difference 200x (a four-bar 1.5e-6 m off its reference)."""
+    return float(np.float32(x))
+
+
+G = f32(9.81)  # the stage writes 9.81 as a float
 AX = "XYZ"
 DOF_NAMES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 
@@ -280,7 +287,7 @@ def tree_mjcf(links, timestep):
 
     bodies = "\n".join(body(i, 4) for i in children[-1])
     return f'''<mujoco>
-  <option timestep="{timestep!r}" integrator="RK4" gravity="0 0 -9.81">
+  <option timestep="{timestep!r}" integrator="RK4" gravity="0 0 {-G!r}">
     <flag contact="disable"/>
   </option>
   <worldbody>
@@ -448,7 +455,14 @@ def circle_meet(B, D, b, c, upper=True):
     return (B[0] + a * dx / d - s * h * dz / d, B[1] + a * dz / d + s * h * dx / d)
 
 
+def _stage_numbers(lengths, masses, inerts):
+    """Lengths, masses and inertias rounded to what the stage stores (float32), so that the planar
+    reference integrates exactly the mechanism usdphys reads."""
+    return ([f32(v) for v in lengths], [f32(v) for v in masses], [tuple(f32(c) for c in i) for i in inerts])
+
+
 def fourbar(ground, crank, coupler, rocker, theta, masses, inerts, upper=True, shapes=None):
+    (ground, crank, coupler, rocker), masses, inerts = _stage_numbers((ground, crank, coupler, rocker), masses, inerts)
     A, D = (0.0, 0.0), (ground, 0.0)
     B = (crank * math.cos(theta), crank * math.sin(theta))
     C = circle_meet(B, D, coupler, rocker, upper)
@@ -464,6 +478,7 @@ def fourbar(ground, crank, coupler, rocker, theta, masses, inerts, upper=True, s
 
 
 def slider_crank(crank, rod, theta, masses, inerts, shapes=None):
+    (crank, rod), masses, inerts = _stage_numbers((crank, rod), masses, inerts)
     A = (0.0, 0.0)
     B = (crank * math.cos(theta), crank * math.sin(theta))
     if rod <= abs(B[1]):
