@@ -380,7 +380,7 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
     sc.iinv = wp.zeros((W, Bn), dtype=wp.mat33d, device=dev)
     for name in ("jl0", "ja0", "jl1", "ja1", "wl0", "wa0", "wl1", "wa1"):
         setattr(sc, name, wp.zeros((W, Rn), dtype=wp.vec3d, device=dev))
-    for name in ("g0", "sdiag", "sshift", "sinv", "lam", "res", "D", "ly", "dlam", "dres"):
+    for name in ("g0", "sdiag", "sshift", "sinv", "lam", "res", "D", "ly", "dlam", "dres", "dstep"):
         setattr(sc, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
     sc.act = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
     sc.keep = wp.zeros((W, Rn), dtype=wp.int32, device=dev)

@@ -56,6 +56,19 @@ wp.set_module_options({"enable_backward": False})
 SHARE_COUPLED = wp.constant(COUPLED)  # pattern entry with a coupling row: computed in full (coupled_entry)
 MAX_PASSES = wp.constant(6)  # active-set passes per step
 MAX_NEWTON = wp.constant(12)  # Newton iterations per pass
+# Globalisation: an update after which the largest row residual is no smaller (or not finite)
+# is taken back by halves (a backtracking line search), or whole when the iteration matrix was
+# an earlier step's, which is then rebuilt. A thin rod's rows seen through an old factor, or from
+# a far warm start, otherwise throw the iterate radians away, where the Newton never returns.
+# Residuals within ACCEPT_FACTOR x the tolerance are round-off's business (a forced update's
+# 1.2e-12 after 7e-13 makes the impulses exact): never taken back.
+MAX_BACKTRACKS = wp.constant(8)  # per pass, on top of the updates
+# Past MAX_NEWTON updates the iteration goes on, up to MAX_NEWTON_SLOW, while each update still
+# shrinks the residual to SLOW_GAIN of what it was: the fixed iteration matrix converges only
+# linearly where the rows turn fast within the step (a thin rod spinning near a Cardan joint's
+# gimbal lock: 0.8 per update even at dt/64), and stopping there would fail a convergent step.
+MAX_NEWTON_SLOW = wp.constant(40)
+SLOW_GAIN = wp.constant(wp.float64(0.9))
 # Modified Newton across steps (models whose rows are all equal rows, no contact): A = G M^-1 G^T
 # changes by O(h |w|) per step, so the last factorisation still contracts the residual fast; it
 # is rebuilt every REFACTOR_EVERY steps, or as soon as one update shrinks the residual by less
@@ -198,6 +211,7 @@ class Scratch:
     conv_err: wp.array(dtype=wp.float64)  # the step's largest row residual after solve_rows
     dlam: wp.array2d(dtype=wp.float64)  # [world, row] impulse changes of an active-set change
     dres: wp.array2d(dtype=wp.float64)  # [world, row] A dlam
+    dstep: wp.array2d(dtype=wp.float64)  # [world, row] the last Newton update (line search)
 
 
 @wp.struct
@@ -736,25 +750,53 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
         if pending != 0:
             active_set_update(m, st, es, sc, dg, w, h, assemble)
             pending = 0
-        prev = wp.float64(0.0)
+        prev = wp.float64(0.0)  # the residual the last update started from
+        applied = wp.float64(0.0)  # the fraction of the last update (sc.dstep) in sc.lam
+        updates = int(0)
+        backtracks = int(0)
         sc.rfresh[w] = 0
-        for it in range(MAX_NEWTON):
+        for it in range(MAX_NEWTON_SLOW + MAX_BACKTRACKS):
             worst = residuals(m, es, sc, w, 0)
-            if worst <= tol and it >= es.min_newton[w]:  # law rows: at least one update
+            if worst <= tol and updates >= es.min_newton[w]:  # law rows: at least one update
                 sc.rfresh[w] = 1
                 sc.conv_err[w] = worst
                 break
-            if sc.fage[w] > 0 and it > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
+            worse = not (worst < prev) and not (worst <= ACCEPT_FACTOR * tol)
+            if applied > wp.float64(0.0) and worse and backtracks < MAX_BACKTRACKS:
+                # no smaller (or not finite): take back half the update, or all of it through an
+                # old factor, which is rebuilt; the next iteration starts from the point reached
+                backtracks = backtracks + 1
+                back = wp.float64(0.5) * applied
+                if sc.fage[w] > 0:
+                    build_A(m, sc, w)
+                    factor_rows(m, sc, w, nr)
+                    sc.fage[w] = 0
+                    dg.n_factor[w] = dg.n_factor[w] + 1
+                    back = applied
+                applied = applied - back
+                for i in range(nr):
+                    if sc.act[w, i] == 1:
+                        sc.lam[w, i] = sc.lam[w, i] - back * sc.dstep[w, i]
+                move_bodies(m, st, sc, w, h, assemble)
+                if applied == wp.float64(0.0):
+                    prev = wp.float64(0.0)  # back at the update's start: a fresh update follows
+                continue
+            if updates >= MAX_NEWTON and (updates >= MAX_NEWTON_SLOW or not (worst < SLOW_GAIN * prev)):
+                break
+            if sc.fage[w] > 0 and updates > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
                 build_A(m, sc, w)
                 factor_rows(m, sc, w, nr)
                 sc.fage[w] = 0
                 dg.n_factor[w] = dg.n_factor[w] + 1
             prev = worst
+            applied = wp.float64(1.0)
+            updates = updates + 1
             dg.n_updates[w] = dg.n_updates[w] + 1
             for i in range(nr):
                 sc.res[w, i] = -sc.res[w, i] / h
             ldl_solve(sc.Lf, sc.D, m.pat, sc.res, w, nr)
             for i in range(nr):
+                sc.dstep[w, i] = sc.res[w, i]
                 if sc.act[w, i] == 1:
                     sc.lam[w, i] = sc.lam[w, i] + sc.res[w, i]
             move_bodies(m, st, sc, w, h, assemble)
