@@ -157,8 +157,9 @@ class StateData:
 
 @wp.struct
 class RowState:
-    """Row state per world [world, row], carried from step to step: the equal rows' impulses of
-    the last three steps (Newton warm start by extrapolation)."""
+    """Row state per world [world, row], carried from step to step: the impulses of the last three
+    steps of the equal rows and of the limits that held (Newton warm start; extrapolated in
+    models of equal rows only)."""
     lwarm: wp.array2d(dtype=wp.float64)
     lwarm2: wp.array2d(dtype=wp.float64)
     lwarm3: wp.array2d(dtype=wp.float64)
@@ -961,6 +962,15 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                     sc.lam[w, i] = rs.lwarm[w, i]
                 if sc.lam[w, i] != wp.float64(0.0):
                     warm = 1
+        elif (mode == MODE_LOWER or mode == MODE_UPPER) and assemble == 0 and rs.lwarm[w, i] > wp.float64(0.0):
+            # a limit that held in the last step starts active with its impulse: the equal rows'
+            # warm starts were balanced against it (a thin rod's spin stopped by its limit and
+            # locked to a heavy link: the lock's impulse alone spins the rod 1e5 rad/s)
+            if hp != h:
+                rs.lwarm[w, i] = wscale * rs.lwarm[w, i]
+            act = 1
+            sc.lam[w, i] = rs.lwarm[w, i]
+            warm = 1
         elif mode == MODE_SOFT and assemble == 0:
             k = m.row_k[w, i]
             c = m.row_c[w, i]
@@ -1063,7 +1073,8 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         dg.worst_row[w] = worst_row
     for i in range(nr):
         lw = wp.float64(0.0)
-        if assemble == 0 and m.row_mode[i] == MODE_EQUAL and sc.act[w, i] == 1:
+        mode = m.row_mode[i]
+        if assemble == 0 and (mode == MODE_EQUAL or mode == MODE_LOWER or mode == MODE_UPPER) and sc.act[w, i] == 1:
             lw = sc.lam[w, i]
         if assemble != 0:  # a fresh start: no history
             rs.lwarm3[w, i] = lw
