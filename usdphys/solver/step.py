@@ -66,7 +66,7 @@ MAX_BACKTRACKS = wp.constant(8)  # per pass, on top of the updates
 # Past MAX_NEWTON updates the iteration goes on, up to MAX_NEWTON_SLOW, while each update still
 # shrinks the residual to SLOW_GAIN of what it was: the fixed iteration matrix converges only
 # linearly where the rows turn fast within the step (a thin rod spinning near a Cardan joint's
-# gimbal lock: 0.8 per update even at dt/64), and stopping there would fail a convergent step.
+# gimbal lock: 0.8 per update at dt/64), and stopping there would fail a convergent step.
 MAX_NEWTON_SLOW = wp.constant(40)
 SLOW_GAIN = wp.constant(wp.float64(0.9))
 # Modified Newton across steps (models whose rows are all equal rows, no contact): A = G M^-1 G^T
@@ -90,7 +90,7 @@ ACCEPT_FACTOR = wp.constant(wp.float64(1.0e3))
 # by less than this (m or rad; the same bound under which assembly calls joint frames coincident)
 # runs, and the disagreement shows in the reported joint error; more than this stops the run.
 DEPENDENT_TOL = wp.constant(wp.float64(1.0e-6))
-_HALVINGS = 6
+_HALVINGS = 8
 MAX_HALVINGS = wp.constant(_HALVINGS)
 STEP_UNITS = wp.constant(2 ** _HALVINGS)  # a step in units of its smallest retry, h / 2^MAX_HALVINGS
 
