@@ -93,9 +93,9 @@ def test_a_step_that_does_not_converge_is_reduced_then_stops_in_one_line():
     """A step that does not converge is retried down to dt/256, then the run stops with one line
     naming the time and the joint; it is never committed. The case: a 1 kg bob with inertia
     1e-12 kg m^2 on a 1 m pendulum swinging onto its -10 deg limit, where the frozen-Jacobian
-    Newton cannot converge (docs/solver.md, "Known limit: light bodies"): at inertia 1e-6 it
-    runs with 5 halved steps in 2 s, from 1e-8 down it stops. Should a later solver converge
-    here, this test needs another step that cannot converge."""
+    Newton cannot converge (docs/solver.md, "Known limit: light bodies"): at inertia 1e-8 it
+    runs with no halved step in 2 s, at 1e-10 with 1,561, at 1e-12 it stops. Should a later
+    solver converge here, this test needs another step that cannot converge."""
     m = hinge(lower_deg=-10.0, upper_deg=170.0, theta0_deg=40.0)
     m.body_inertia = np.full_like(m.body_inertia, 1e-12)
     with pytest.raises(UsdphysError) as exc:
