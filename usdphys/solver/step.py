@@ -688,6 +688,15 @@ def build_A(m: ModelData, sc: Scratch, w: int):
 
 
 @wp.func
+def refactor_this_step(m: ModelData, sc: Scratch, dg: Diagnostics, w: int, nr: int):
+    """Replace an earlier step's factor (modified Newton) by this step's A and its factor."""
+    build_A(m, sc, w)
+    factor_rows(m, sc, w, nr)
+    sc.fage[w] = 0
+    dg.n_factor[w] = dg.n_factor[w] + 1
+
+
+@wp.func
 def active_set_update(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: Diagnostics, w: int,
                       h: wp.float64, assemble: int):
     """The first update of a pass after the active set changed, on the new factor: the rows that
@@ -769,10 +778,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 backtracks = backtracks + 1
                 back = wp.float64(0.5) * applied
                 if sc.fage[w] > 0:
-                    build_A(m, sc, w)
-                    factor_rows(m, sc, w, nr)
-                    sc.fage[w] = 0
-                    dg.n_factor[w] = dg.n_factor[w] + 1
+                    refactor_this_step(m, sc, dg, w, nr)
                     back = applied
                 applied = applied - back
                 for i in range(nr):
@@ -785,10 +791,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             if updates >= MAX_NEWTON and (updates >= MAX_NEWTON_SLOW or not (worst < SLOW_GAIN * prev)):
                 break
             if sc.fage[w] > 0 and updates > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
-                build_A(m, sc, w)
-                factor_rows(m, sc, w, nr)
-                sc.fage[w] = 0
-                dg.n_factor[w] = dg.n_factor[w] + 1
+                refactor_this_step(m, sc, dg, w, nr)
             prev = worst
             applied = wp.float64(1.0)
             updates = updates + 1
