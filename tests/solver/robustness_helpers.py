@@ -20,10 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+
 def f32(x):
     """x as the stage holds it: physics:mass, diagonalInertia, localPos0/1 and gravityMagnitude
-    are float32 in UsdPhysics. The oracles take these same rounded numbers; a mechanism near a
-    fold amplifies a 4e-8 relative difference 200x (a four-bar 1.5e-6 m off its reference)."""
+    are float32 in UsdPhysics. The oracles take these same rounded numbers (the planar DAE all of
+    them, MuJoCo's tree twin mass, inertia and gravity; float32 joint frames are the tree
+    property's sensitivity check); a mechanism near a fold amplifies a 4e-8 relative
+    difference 200x (a four-bar 1.5e-6 m off its reference)."""
     return float(np.float32(x))
 
 
@@ -249,7 +252,10 @@ def tree_mjcf(links, timestep):
             pr = rot[ln.parent]
             pos = qrot(qconj(pr), com[i] - com[ln.parent])
             q = qmul(qconj(pr), rot[i])
-        ia = inertia(ln)
+        ia = [f32(v) for v in inertia(ln)]  # what the stage holds (float32), as the mass
+        # joint anchors stay float64: the stage rounds a child's anchor in its parent (localPos0)
+        # and the parent's own anchor (localPos1) alike, so coincident pivots stay coincident;
+        # rounding only this side would move them 1e-8 m apart (1.4e-6 m on a light link)
         anchor = "%r 0 0" % (-ln.length / 2)
         qj_body = qmul(qconj(rot[i]), np.asarray(ln.jrot, float))  # joint frame in the body frame
 
@@ -278,7 +284,7 @@ def tree_mjcf(links, timestep):
                 js.append(f'<joint type="hinge" pos="{anchor}" axis="{ax((locked + 2) % 3)}"/>')
         pad = " " * indent
         s = [f'{pad}<body name="L{i}" pos="{v3(pos)[1:-1].replace(",", "")}" quat="{q4(q)[1:-1].replace(",", "")}">',
-             f'{pad}  <inertial pos="0 0 0" mass="{float(ln.mass)!r}" diaginertia="{float(ia[0])!r} {float(ia[1])!r} {float(ia[2])!r}"/>']
+             f'{pad}  <inertial pos="0 0 0" mass="{f32(ln.mass)!r}" diaginertia="{ia[0]!r} {ia[1]!r} {ia[2]!r}"/>']
         s += [pad + "  " + j for j in js]
         for c in children[i]:
             s.append(body(c, indent + 2))
