@@ -135,3 +135,19 @@ def test_memory_estimate_covers_contact_buffers():
     allocated = per_world(2) - per_world(1)
     charged = memory_estimate(m, 0, 2)[0] - memory_estimate(m, 0, 1)[0] - (10 * 7 * 8 * 3 + 8 * 2)
     assert allocated <= charged <= 3 * allocated, (allocated, charged)
+
+
+def test_the_frame_kernels_parameters_fit_cuda(fourbar):
+    """advance_frames takes its structs by value: the descriptors of ~250 arrays. CUDA 12.1+ on
+    Volta or newer accepts 32,764 bytes of kernel parameters (4,096 before); a struct that
+    keeps growing would first fail on a GPU, which CI never has, so the size is checked here."""
+    import ctypes
+
+    from usdphys.solver import Solver
+
+    solver = Solver(fourbar)
+    out = io.make_output(solver.dm, 1, 2, "cpu")
+    structs = [solver.m, solver.cm, solver.st, solver.rs, solver.es, solver.cs, solver.sc, solver.dg, out]
+    scalars = 56 + 4 * 4 + 8 * 3  # the counter array's descriptor, 4 ints, 3 doubles
+    size = sum(ctypes.sizeof(s.__ctype__()) for s in structs) + scalars
+    assert 10000 < size <= 32764, size  # ~14 KB today

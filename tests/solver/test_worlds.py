@@ -16,7 +16,7 @@ from sim_helpers import body, joint, stage
 from test_solver import REVOLUTE_Y, pendulum_model, swing_angle
 from usdphys.errors import UsdphysError
 from usdphys.simulate import simulate
-from usdphys.solver import Solver
+from usdphys.solver import Solver, io
 from usdphys.types.model import Model
 
 G = 9.81
@@ -94,6 +94,11 @@ def test_threads_and_layouts_give_bit_identical_worlds(fourbar_model):
     # world_minor really lays the worlds side by side: [w, b] and [w + 1, b] one element apart
     minor = Solver(model, threads=1, layout="world_minor")
     assert minor.st.pos.strides == (24, 24 * 7) and minor.m.inv_mass.strides == (8, 8 * 7)
+    assert minor.sc.lam.strides == (8, 8 * 7) and minor.sc.A.strides == (8, 8 * 7)  # the step's scratch
+    assert minor.cs.c.depth.strides == (8, 8 * 7)  # the narrow phase's contact records
+    out = io.make_output(minor.dm, 7, 3, "cpu")  # frames: [f, w, b] and [f, w + 1, b] side by side
+    B = minor.dm.body_count
+    assert out.pos.strides == (24 * 7 * B, 24, 24 * 7) and out.pos.shape == (4, 7, B)
     assert Solver(model, threads=1).st.pos.strides[1] == 24
 
 
@@ -230,10 +235,16 @@ def test_element_state_in_both_layouts_is_bit_identical():
     model, _ = read_stage(spring_stage(drive_k=0.1, friction=0.125))
     model = model.replicate(3)
     model.set_parameter("spring.stiffness", [[100.0], [400.0], [25.0]])
-    a = run(model, frames=20, threads=1, layout="world_major")
-    b = run(model, frames=20, threads=3, layout="world_minor")
-    np.testing.assert_array_equal(a[0], b[0])
-    np.testing.assert_array_equal(a[1], b[1])
+    a = Solver(model, threads=1, layout="world_major").run(20, 5, 1e-3, record="all")
+    b = Solver(model, threads=3, layout="world_minor").run(20, 5, 1e-3, record="all")
+    np.testing.assert_array_equal(a.pos, b.pos)
+    np.testing.assert_array_equal(a.rot, b.rot)
+    np.testing.assert_array_equal(a.motor_effort, b.motor_effort)
+    # every recorded group too: the frame output is laid out like the state
+    assert {"vel", "value", "force", "joint_force", "kinetic"} <= set(a.outputs)
+    for name, values in a.outputs.items():
+        np.testing.assert_array_equal(values, b.outputs[name], err_msg=name)
+    assert np.ptp(a.outputs["value"][-1], axis=0).max() > 1e-3  # the worlds' springs differ
 
 
 def material_stage(rest=0.5, dyn=0.25):

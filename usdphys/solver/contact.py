@@ -1154,7 +1154,7 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, devic
     """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows,
     a joint-coupled Delassus matrix of `dense` contacts (ContactModel.n_dense; 0: none).
     zeros(shape, dtype) allocates the [world, ...] arrays (io.world_zeros: the memory layout;
-    None: plain wp.zeros); the narrow phase's contact records keep their own layout."""
+    None: plain wp.zeros), the narrow phase's contact records included."""
     W = int(worlds)
     B = max(int(bodies), 1)
     C = int(capacity)
@@ -1163,7 +1163,7 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, devic
         def zeros(shape, dtype):
             return wp.zeros(shape, dtype=dtype, device=device)
     cs = ContactState()
-    cs.c = allocate_contacts(W, C, device)
+    cs.c = allocate_contacts(W, C, device, zeros)
     cs.bq = zeros((W, B), wp.transformd)
     cs.kind = zeros((W, C), wp.int32)
     for name in ("dirs", "a0", "a1", "b0", "b1", "kblk"):

@@ -122,14 +122,19 @@ def world_array(values, dtype, device, worlds: int, layout: str = "world_major")
     return view
 
 
-def world_zeros(shape, dtype, device, layout: str = "world_major"):
-    """Zeros of shape (W, n, ...) for per-world state: "world_minor" stores them [n, ..., W] and
-    returns the transposed view (kernels index [w, i] either way; world_array says why)."""
-    if layout != "world_minor" or len(shape) < 2:
+def world_zeros(shape, dtype, device, layout: str = "world_major", world_axis: int = 0):
+    """Zeros of `shape`, whose axis `world_axis` counts the worlds, for per-world state and work
+    buffers: (W, n, ...) or, with world_axis = 1, (F, W, n, ...) frame outputs. "world_minor"
+    stores the worlds last ([n, ..., W], [F, n, ..., W]) and returns the transposed view, so
+    kernels index [w, i] / [f, w, i] either way (world_array says why); an array with no entry
+    axis after its worlds is already side by side and stays plain."""
+    if layout != "world_minor" or len(shape) < world_axis + 2:
         return wp.zeros(shape, dtype=dtype, device=device)
-    base = wp.zeros(tuple(shape[1:]) + (shape[0],), dtype=dtype, device=device)
-    strides = (base.strides[-1],) + tuple(base.strides[:-1])
-    view = wp.array(ptr=base.ptr, dtype=dtype, shape=tuple(shape), strides=strides, device=device)
+    rest = tuple(shape[:world_axis]) + tuple(shape[world_axis + 1:])
+    base = wp.zeros(rest + (shape[world_axis],), dtype=dtype, device=device)
+    strides = list(base.strides[:-1])
+    strides.insert(world_axis, base.strides[-1])
+    view = wp.array(ptr=base.ptr, dtype=dtype, shape=tuple(shape), strides=tuple(strides), device=device)
     view._usdphys_storage = base
     return view
 
@@ -373,23 +378,28 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
     W = int(worlds)
     Bn = max(device_model.body_count, 1)
     Rn = max(device_model.row_count, 1)
+    layout = device_model.layout  # like the state: worlds side by side on a GPU
+
+    def zeros(shape, dtype):
+        return world_zeros(shape, dtype, dev, layout)
+
     sc = K.Scratch()
     for name in ("vstar", "mom", "pos1", "vel1", "omega1", "dv", "dL"):
-        setattr(sc, name, wp.zeros((W, Bn), dtype=wp.vec3d, device=dev))
-    sc.rot1 = wp.zeros((W, Bn), dtype=wp.quatd, device=dev)
-    sc.iinv = wp.zeros((W, Bn), dtype=wp.mat33d, device=dev)
+        setattr(sc, name, zeros((W, Bn), wp.vec3d))
+    sc.rot1 = zeros((W, Bn), wp.quatd)
+    sc.iinv = zeros((W, Bn), wp.mat33d)
     for name in ("jl0", "ja0", "jl1", "ja1", "wl0", "wa0", "wl1", "wa1"):
-        setattr(sc, name, wp.zeros((W, Rn), dtype=wp.vec3d, device=dev))
+        setattr(sc, name, zeros((W, Rn), wp.vec3d))
     for name in ("g0", "sdiag", "sshift", "sinv", "lam", "res", "D", "ly", "dlam", "dres", "dstep"):
-        setattr(sc, name, wp.zeros((W, Rn), dtype=wp.float64, device=dev))
-    sc.act = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
-    sc.keep = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
-    sc.rank_indep = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
-    sc.rank_hard = wp.zeros((W, Rn), dtype=wp.int32, device=dev)
+        setattr(sc, name, zeros((W, Rn), wp.float64))
+    sc.act = zeros((W, Rn), wp.int32)
+    sc.keep = zeros((W, Rn), wp.int32)
+    sc.rank_indep = zeros((W, Rn), wp.int32)
+    sc.rank_hard = zeros((W, Rn), wp.int32)
     sc.rank_age = wp.full(W, -1, dtype=wp.int32, device=dev)
     nnz = max(device_model.pattern.count, 1)  # A and its factor: the pattern's entries only
-    sc.A = wp.zeros((W, nnz), dtype=wp.float64, device=dev)
-    sc.Lf = wp.zeros((W, nnz), dtype=wp.float64, device=dev)
+    sc.A = zeros((W, nnz), wp.float64)
+    sc.Lf = zeros((W, nnz), wp.float64)
     sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)
     sc.rfresh = wp.zeros(W, dtype=wp.int32, device=dev)
     sc.conv_err = wp.zeros(W, dtype=wp.float64, device=dev)
@@ -421,8 +431,13 @@ def make_output(device_model: DeviceModel, worlds: int, frames: int, device=None
                 layout: outputs.OutputLayout | None = None) -> K.FrameOutput:
     """Poses, motor efforts and the recorded groups of `layout` (outputs.py) for frames
     0 .. frames (frame 0: the assembled start)."""
-    return outputs.make_output(layout, device_model.body_count, device_model.motor_count, worlds, frames,
-                               wp.get_device(device))
+    dev = wp.get_device(device)
+
+    def zeros(shape, dtype, world_axis=0):
+        return world_zeros(shape, dtype, dev, device_model.layout, world_axis)
+
+    return outputs.make_output(layout, device_model.body_count, device_model.motor_count, worlds, frames, dev,
+                               zeros)
 
 
 __all__ = ["DeviceModel", "DeviceState", "make_diagnostics", "make_output", "make_scratch", "make_state", "put_model"]

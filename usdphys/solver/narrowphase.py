@@ -1407,16 +1407,21 @@ def hull_walk_data(table: ShapeTable):
     return walk_from, adj_start, adj
 
 
-def allocate_contacts(num_worlds: int, capacity: int, device=None) -> Contacts:
+def allocate_contacts(num_worlds: int, capacity: int, device=None, zeros=None) -> Contacts:
+    """Contact records of `num_worlds` worlds, `capacity` each. zeros(shape, dtype) allocates the
+    [world, contact] arrays (the solver passes io.world_zeros: its memory layout; None: plain)."""
+    if zeros is None:
+        def zeros(shape, dtype):
+            return wp.zeros(shape, dtype=dtype, device=device)
     c = Contacts()
     W, C = int(num_worlds), max(int(capacity), 1)
     c.count = wp.zeros(W, dtype=wp.int32, device=device)
     c.overflow = wp.zeros(W, dtype=wp.int32, device=device)
     for name in ("pair", "shape0", "shape1", "body0", "body1"):
-        setattr(c, name, wp.zeros((W, C), dtype=wp.int32, device=device))
+        setattr(c, name, zeros((W, C), wp.int32))
     for name in ("point0", "point1", "normal"):
-        setattr(c, name, wp.zeros((W, C), dtype=wp.vec3d, device=device))
-    c.depth = wp.zeros((W, C), dtype=wp.float64, device=device)
+        setattr(c, name, zeros((W, C), wp.vec3d))
+    c.depth = zeros((W, C), wp.float64)
     return c
 
 

@@ -402,15 +402,19 @@ def plan_outputs(model, er, groups, frame_dt: float, device) -> OutputLayout:
 
 
 def make_output(layout: OutputLayout | None, bodies: int, motors: int, worlds: int, frames: int,
-                device) -> FrameOutput:
+                device, zeros=None) -> FrameOutput:
     """Output buffers of frames 0 .. frames (frame 0: the assembled start); a group not asked
-    for gets one-element arrays."""
+    for gets one-element arrays. zeros(shape, dtype, world_axis) allocates them (io.world_zeros:
+    the memory layout of the worlds; None: plain wp.zeros)."""
+    if zeros is None:
+        def zeros(shape, dtype, world_axis=0):
+            return wp.zeros(shape, dtype=dtype, device=device)
     F, W = frames + 1, int(worlds)
     Bn = max(bodies, 1)
     out = FrameOutput()
-    out.pos = wp.zeros((F, W, Bn), dtype=wp.vec3d, device=device)
-    out.rot = wp.zeros((F, W, Bn), dtype=wp.quatd, device=device)
-    out.eff = wp.zeros((F, W, max(motors, 1)), dtype=wp.float64, device=device)
+    out.pos = zeros((F, W, Bn), wp.vec3d, 1)
+    out.rot = zeros((F, W, Bn), wp.quatd, 1)
+    out.eff = zeros((F, W, max(motors, 1)), wp.float64, 1)
     derived = layout is not None and layout.derived
     g = layout.groups if layout is not None else None
     out.derived = int(derived)
@@ -418,12 +422,12 @@ def make_output(layout: OutputLayout | None, bodies: int, motors: int, worlds: i
     out.want_world = int(bool(g and g.world))
 
     def sized(n, on, dtype):
-        return wp.zeros((F, W, max(n, 1)) if on else (1, 1, 1), dtype=dtype, device=device)
+        return zeros((F, W, max(n, 1)) if on else (1, 1, 1), dtype, 1)
 
     out.vel = sized(bodies, derived, wp.vec3d)
     out.omg = sized(bodies, derived, wp.vec3d)
-    out.vprev = wp.zeros((W, Bn) if derived else (1, 1), dtype=wp.vec3d, device=device)
-    out.wprev = wp.zeros((W, Bn) if derived else (1, 1), dtype=wp.vec3d, device=device)
+    out.vprev = zeros((W, Bn) if derived else (1, 1), wp.vec3d, 0)
+    out.wprev = zeros((W, Bn) if derived else (1, 1), wp.vec3d, 0)
     n_p = len(layout.probes) if derived else 0
     n_j = len(layout.joint_paths) if derived else 0
     n_l = len(layout.load_paths) if derived else 0
