@@ -47,6 +47,22 @@ def wrap_angle(a: wp.float64) -> wp.float64:
 
 
 @wp.func
+def quat_axis(q: wp.quatd, k: int) -> wp.vec3d:
+    """Axis k of the frame q: quat_rotate(q, basis(k)) without building the basis vector (a
+    vector written with a run-time index and read back costs a store-forwarding stall)."""
+    c = wp.float64(2.0) * q[3] * q[3] - wp.float64(1.0)
+    w2 = q[3] * wp.float64(2.0)
+    if k == 0:
+        d = wp.float64(2.0) * q[0]
+        return wp.vec3d(c + q[0] * d, q[1] * d + q[2] * w2, q[2] * d - q[1] * w2)
+    if k == 1:
+        d = wp.float64(2.0) * q[1]
+        return wp.vec3d(q[0] * d - q[2] * w2, c + q[1] * d, q[2] * d + q[0] * w2)
+    d = wp.float64(2.0) * q[2]
+    return wp.vec3d(q[0] * d + q[1] * w2, q[1] * d - q[0] * w2, c + q[2] * d)
+
+
+@wp.func
 def cmul(a: wp.vec3d, b: wp.vec3d) -> wp.vec3d:
     return wp.vec3d(a[0] * b[0], a[1] * b[1], a[2] * b[2])
 
@@ -96,21 +112,21 @@ def euler_xyz(k: int, Q0: wp.quatd, Q1: wp.quatd):
     solve w = q0' a + q1' u/|u| + q2' c by the dual basis. q0 and q2 are undefined where
     q1 = +-90 deg (gimbal lock): there their Jacobians grow as 1 / cos q1.
     """
-    a = wp.quat_rotate(Q0, basis(0))
-    c = wp.quat_rotate(Q1, basis(2))
+    a = quat_axis(Q0, 0)
+    c = quat_axis(Q1, 2)
     u = wp.cross(c, a)
     uu = wp.max(wp.dot(u, u), wp.float64(1.0e-300))
     g = wp.float64(0.0)
     J = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
     if k == 0:
-        g = wp.atan2(-wp.dot(c, wp.quat_rotate(Q0, basis(1))), wp.dot(c, wp.quat_rotate(Q0, basis(2))))
+        g = wp.atan2(-wp.dot(c, quat_axis(Q0, 1)), wp.dot(c, quat_axis(Q0, 2)))
         J = wp.cross(u, c) / uu
     elif k == 1:
         lu = wp.sqrt(uu)
         g = wp.atan2(wp.dot(c, a), lu)
         J = u / lu
     else:
-        g = wp.atan2(-wp.dot(a, wp.quat_rotate(Q1, basis(1))), wp.dot(a, wp.quat_rotate(Q1, basis(0))))
+        g = wp.atan2(-wp.dot(a, quat_axis(Q1, 1)), wp.dot(a, quat_axis(Q1, 0)))
         J = wp.cross(a, u) / uu
     return g, J
 
@@ -118,7 +134,7 @@ def euler_xyz(k: int, Q0: wp.quatd, Q1: wp.quatd):
 @wp.func
 def plane_angle(Q: wp.quatd, v: wp.vec3d, i: int, j: int) -> wp.float64:
     """Angle of v in the plane of frame Q's axes i, j, from axis i towards axis j."""
-    return wp.atan2(wp.dot(v, wp.quat_rotate(Q, basis(j))), wp.dot(v, wp.quat_rotate(Q, basis(i))))
+    return wp.atan2(wp.dot(v, quat_axis(Q, j)), wp.dot(v, quat_axis(Q, i)))
 
 
 @wp.func
@@ -142,7 +158,7 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
     jl1 = z
     ja1 = z
     if kind == ROW_LIN:
-        e = wp.quat_rotate(Q0, basis(axis))
+        e = quat_axis(Q0, axis)
         d = P1 - P0
         g = wp.dot(e, d)
         jl0 = -e
@@ -152,16 +168,16 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
     elif kind == ROW_PERP:
         a = axis // 3
         b = axis - 3 * a
-        u = wp.quat_rotate(Q0, basis(a))
-        v = wp.quat_rotate(Q1, basis(b))
+        u = quat_axis(Q0, a)
+        v = quat_axis(Q1, b)
         g = wp.dot(u, v)
         ja0 = wp.cross(u, v)
         ja1 = -ja0
     elif kind == ROW_TWIST and axis < 3:  # about e0[axis]: where e1[axis+1] points in e0's plane
         i = (axis + 1) % 3
         j = (axis + 2) % 3
-        k = wp.quat_rotate(Q0, basis(axis))
-        g = plane_angle(Q0, wp.quat_rotate(Q1, basis(i)), i, j)
+        k = quat_axis(Q0, axis)
+        g = plane_angle(Q0, quat_axis(Q1, i), i, j)
         ja0 = -k
         ja1 = k
     elif kind == ROW_TWIST and axis >= 6:  # angle axis - 6 of the x-y-z sequence (three free rotations)
@@ -171,15 +187,15 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         a = axis - 3
         i = (a + 1) % 3
         j = (a + 2) % 3
-        k = wp.quat_rotate(Q1, basis(a))
-        g = plane_angle(Q1, wp.quat_rotate(Q0, basis(j)), j, i)
+        k = quat_axis(Q1, a)
+        g = plane_angle(Q1, quat_axis(Q0, j), j, i)
         ja0 = -k
         ja1 = k
     elif kind == ROW_CROSS:  # along e0[a] x e1[b]: both turn, so their rotation enters too
         a = axis // 3
         b = axis - 3 * a
-        ea = wp.quat_rotate(Q0, basis(a))
-        eb = wp.quat_rotate(Q1, basis(b))
+        ea = quat_axis(Q0, a)
+        eb = quat_axis(Q1, b)
         u = wp.cross(ea, eb)
         d = P1 - P0
         g = wp.dot(u, d)
@@ -189,7 +205,7 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
         jl1 = u
         ja1 = wp.cross(P1 - x1, u) + wp.cross(eb, wp.cross(d, ea))
     elif kind == ROW_LIN1:  # along an axis of frame 1 (revolute-translational joint)
-        e = wp.quat_rotate(Q1, basis(axis))
+        e = quat_axis(Q1, axis)
         g = wp.dot(e, P1 - P0)
         jl0 = -e
         ja0 = wp.cross(e, P0 - x0)
