@@ -151,3 +151,17 @@ def test_the_frame_kernels_parameters_fit_cuda(fourbar):
     scalars = 56 + 4 * 4 + 8 * 3  # the counter array's descriptor, 4 ints, 3 doubles
     size = sum(ctypes.sizeof(s.__ctype__()) for s in structs) + scalars
     assert 10000 < size <= 32764, size  # ~14 KB today
+
+
+def test_rows_share_world_frames_within_a_joint_only(fourbar):
+    """The kernels compute a row's world frames once per run of rows with the same bodies and
+    frames: a joint's rows form one run, and rows of another joint never join it."""
+    dm = io.put_model(fourbar, "cpu")
+    rows = dm.rows
+    first = io.row_frame_runs(rows)
+    assert len(set(first.tolist())) == len(fourbar.joint_body0) and first[0] == 0
+    for i in range(1, len(first)):
+        same = (rows.b0[i], rows.b1[i]) == (rows.b0[i - 1], rows.b1[i - 1]) and all(
+            np.array_equal(np.asarray(a)[i], np.asarray(a)[i - 1]) for a in (rows.p0, rows.q0, rows.p1, rows.q1))
+        assert (first[i] == first[i - 1]) == same and first[i] <= i
+    np.testing.assert_array_equal(dm.data.row_frame.numpy()[: len(first)], first)

@@ -86,6 +86,19 @@ def _pad(a, n, width):
     return a
 
 
+def row_frame_runs(rows) -> np.ndarray:
+    """For each row, the first row of the run of consecutive rows with the same two bodies and
+    the same four frames (p0, q0, p1, q1): a joint's rows, whose world frames the kernels
+    compute once per run."""
+    R = len(rows.b0)
+    if R == 0:
+        return np.zeros(0, np.int32)
+    key = np.concatenate([np.asarray(rows.b0, float).reshape(R, 1), np.asarray(rows.b1, float).reshape(R, 1)]
+                         + [np.asarray(a, float).reshape(R, -1) for a in (rows.p0, rows.q0, rows.p1, rows.q1)], axis=1)
+    starts = np.r_[True, np.any(key[1:] != key[:-1], axis=1)]
+    return np.maximum.accumulate(np.where(starts, np.arange(R), 0)).astype(np.int32)
+
+
 def world_layout(device) -> str:
     """The default memory layout of [world, entry] arrays on `device`: "world_major" (each
     world's entries side by side: one CPU thread walks its own world's memory) or
@@ -305,6 +318,7 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.row_p1 = _arr(_pad(rows.p1, Rn, 3), wp.vec3d, dev)
     m.row_q1 = _arr(_pad(rows.q1, Rn, 4), wp.quatd, dev)
     m.row_accel = _arr(_pad(rows.accel, Rn, 0), wp.int32, dev)
+    m.row_frame = _arr(_pad(row_frame_runs(rows), Rn, 0), wp.int32, dev)
     cols = per_world_rows(model, rows, elements, law_names)
     m.row_value = per_world(cols["value"], wp.float64, Rn)
     m.row_k = per_world(cols["stiffness"], wp.float64, Rn)

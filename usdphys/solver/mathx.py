@@ -138,6 +138,14 @@ def plane_angle(Q: wp.quatd, v: wp.vec3d, i: int, j: int) -> wp.float64:
 
 
 @wp.func
+def row_frames(p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1: wp.quatd, x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d,
+               r1: wp.quatd):
+    """World frames (P0, Q0), (P1, Q1) of a row's frames (p0, q0) in body 0 at pose (x0, r0) and
+    (p1, q1) in body 1 at (x1, r1). Shared by the rows of one joint (row_frame in the solver)."""
+    return x0 + wp.quat_rotate(r0, p0), r0 * q0, x1 + wp.quat_rotate(r1, p1), r1 * q1
+
+
+@wp.func
 def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1: wp.quatd,
              x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d, r1: wp.quatd, frac: wp.float64):
     """Value g of one constraint row and its velocity Jacobian.
@@ -147,10 +155,14 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
     on the line from P0 (0) to P1 (1), unused by the other kinds. Returns
     (g, jl0, ja0, jl1, ja1) with dg/dt = jl0.v0 + ja0.w0 + jl1.v1 + ja1.w1 (world frame).
     """
-    P0 = x0 + wp.quat_rotate(r0, p0)
-    Q0 = r0 * q0
-    P1 = x1 + wp.quat_rotate(r1, p1)
-    Q1 = r1 * q1
+    P0, Q0, P1, Q1 = row_frames(p0, q0, p1, q1, x0, r0, x1, r1)
+    return eval_row_in(kind, axis, P0, Q0, P1, Q1, x0, x1, frac)
+
+
+@wp.func
+def eval_row_in(kind: int, axis: int, P0: wp.vec3d, Q0: wp.quatd, P1: wp.vec3d, Q1: wp.quatd, x0: wp.vec3d,
+                x1: wp.vec3d, frac: wp.float64):
+    """eval_row from the row's world frames (row_frames) and the bodies' centres x0, x1."""
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
     g = wp.float64(0.0)
     jl0 = z

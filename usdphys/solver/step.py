@@ -46,7 +46,9 @@ from usdphys.solver.mathx import (
     cayley,
     cmul,
     eval_row,
+    eval_row_in,
     free_rotation,
+    row_frames,
     start_turn,
     wrap_angle,
 )
@@ -129,6 +131,9 @@ class ModelData:
     row_q0: wp.array(dtype=wp.quatd)
     row_p1: wp.array(dtype=wp.vec3d)
     row_q1: wp.array(dtype=wp.quatd)
+    # the first row of the run of consecutive rows with this row's bodies and frames (a joint's
+    # rows): loops over the rows compute the world frames once per run (row_frames)
+    row_frame: wp.array(dtype=wp.int32)
     row_k: wp.array2d(dtype=wp.float64)
     row_c: wp.array2d(dtype=wp.float64)
     row_tv: wp.array2d(dtype=wp.float64)
@@ -337,6 +342,13 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
     one (joints that disagree, e.g. by 1e-7 m) is a property of the model, not a step that did
     not converge: it shows in the hard-row error the run reports (only_hard = 1)."""
     worst = wp.float64(0.0)
+    frame = int(-1)  # the run of rows whose world frames P0, Q0, P1, Q1 hold
+    x0 = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    x1 = x0
+    P0 = x0
+    P1 = x0
+    Q0 = wp.quatd(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), wp.float64(1.0))
+    Q1 = Q0
     for i in range(m.n_rows):
         a = sc.act[w, i]
         if a != 1:
@@ -346,10 +358,16 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
         if only_hard != 0 and (mode == MODE_SOFT or mode == MODE_LAW or mode == MODE_FRICTION):
             sc.res[w, i] = wp.float64(0.0)
             continue
-        b0 = m.row_b0[i]
-        b1 = m.row_b1[i]
         kind = m.row_kind[i]
-        g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
+        if m.row_frame[i] != frame:
+            frame = m.row_frame[i]
+            b0 = m.row_b0[i]
+            b1 = m.row_b1[i]
+            x0 = body_pos(sc.pos1, w, b0)
+            x1 = body_pos(sc.pos1, w, b1)
+            P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], x0,
+                                        body_rot(sc.rot1, w, b0), x1, body_rot(sc.rot1, w, b1))
+        g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, m.row_value[w, i])
         r = wp.float64(0.0)
         err = wp.float64(-1.0)
         if mode == MODE_LAW:
@@ -897,11 +915,24 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             sc.mom[w, b] = wp.quat_rotate(q, cmul(m.inertia[w, b], wp.quat_rotate_inv(q, st.omega[w, b])))
     if assemble == 0 and m.el.n_loads > 0:  # MbdForce / MbdTorque: impulse h F(t_n)
         apply_loads(m.el, st.pos, st.rot, m.inv_mass[w], sc.vstar, sc.mom, w, es.tnow[w], h)
-    # 2. rows at the step start
+    # 2. rows at the step start (world frames once per run of rows sharing them)
+    frame = int(-1)
+    x0 = z
+    x1 = z
+    P0 = z
+    P1 = z
+    Q0 = wp.quatd(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), wp.float64(1.0))
+    Q1 = Q0
     for i in range(nr):
         b0 = m.row_b0[i]
         b1 = m.row_b1[i]
-        g, jl0, ja0, jl1, ja1 = row_at(m, i, st.pos, st.rot, w)
+        if m.row_frame[i] != frame:
+            frame = m.row_frame[i]
+            x0 = body_pos(st.pos, w, b0)
+            x1 = body_pos(st.pos, w, b1)
+            P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], x0,
+                                        body_rot(st.rot, w, b0), x1, body_rot(st.rot, w, b1))
+        g, jl0, ja0, jl1, ja1 = eval_row_in(m.row_kind[i], m.row_axis[i], P0, Q0, P1, Q1, x0, x1, m.row_value[w, i])
         s = row_sign(m.row_mode[i])
         sc.g0[w, i] = g
         if m.row_kind[i] == ROW_TWIST:
