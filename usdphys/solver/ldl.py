@@ -15,12 +15,13 @@ diagonal over six orders, and round-off then passes for independence or the othe
 Sparse storage (usdphys.types.rowgraph, computed once on the host): rows are eliminated in
 the order perm, and each world stores only the entries of the factor's pattern (A's pattern
 plus fill), row-wise with the diagonal last: [world, entry] arrays, linear in the number of
-bodies for trees. The factorisation is up-looking (row by row; L[i,j] from the sorted merge of
-rows i and j), the back substitution runs over a column-wise index of the same entries. Entries
-of skipped or dropped rows' columns are written as 0, so the solves need no pivot tests. The
-arithmetic is that of a dense LDL^T in the order perm with only exact zeros skipped, in the
-same order of summation: in the rows' own order the results are those of the dense method bit
-for bit.
+bodies for trees. The factorisation is up-looking (row by row; L[i,j] from the scattered row i
+against row j's entries); the forward substitution sums along each row, the back substitution
+scatters each finished unknown along its row to the earlier rows (no column index, no long
+chain of dependent sums). Entries of skipped or dropped rows' columns are written as 0, so the
+solves need no pivot tests. The factorisation's arithmetic is that of a dense LDL^T in the
+order perm with only exact zeros skipped, in the same order of summation; the back
+substitution sums in another order than a dense one (round-off only).
 """
 from __future__ import annotations
 
@@ -44,17 +45,13 @@ REG = wp.constant(wp.float64(1.0e-12))
 @wp.struct
 class RowPattern:
     """The factor's pattern (usdphys.types.rowgraph.RowPattern) on the device: perm / pos
-    (position <-> row), lrow / lcol (row-wise entries, diagonal last; lcol holds rows),
-    crow / ccol / cat (column-wise index of the strictly lower entries), diag (row -> its
+    (position <-> row), lrow / lcol (row-wise entries, diagonal last; lcol holds rows), diag (row -> its
     diagonal entry), ldot / lstop (the range of each entry's sum in its column's row), li / lj /
     lshare (each entry's two rows and the bodies they share, for assembling A)."""
     perm: wp.array(dtype=wp.int32)
     pos: wp.array(dtype=wp.int32)
     lrow: wp.array(dtype=wp.int32)
     lcol: wp.array(dtype=wp.int32)
-    crow: wp.array(dtype=wp.int32)
-    ccol: wp.array(dtype=wp.int32)
-    cat: wp.array(dtype=wp.int32)
     diag: wp.array(dtype=wp.int32)
     ldot: wp.array(dtype=wp.int32)
     lstop: wp.array(dtype=wp.int32)
@@ -66,7 +63,7 @@ class RowPattern:
 def put_pattern(pattern, device) -> RowPattern:
     """Upload a usdphys.types.rowgraph.RowPattern (empty index arrays get one dummy entry)."""
     p = RowPattern()
-    for name in ("perm", "pos", "lrow", "lcol", "crow", "ccol", "cat", "diag", "ldot", "lstop", "li", "lj",
+    for name in ("perm", "pos", "lrow", "lcol", "diag", "ldot", "lstop", "li", "lj",
                  "lshare"):
         a = np.asarray(getattr(pattern, name), dtype=np.int32)
         if a.size == 0:
@@ -136,12 +133,12 @@ def ldl_solve(Lf: wp.array2d(dtype=wp.float64), D: wp.array2d(dtype=wp.float64),
     for i in range(n):
         if D[w, i] != wp.float64(0.0):
             x[w, i] = x[w, i] / D[w, i]
+    # L^T x = y, rows last to first: once x_i is final, its row's entries L[i, j] pass x_i on to
+    # the earlier rows j (row-wise storage, no column index, and no single chain of sums)
     for pp in range(n):
         p = n - 1 - pp
-        i = pat.perm[p]
-        if D[w, i] == wp.float64(0.0):
-            continue
-        s = x[w, i]
-        for c in range(pat.crow[p], pat.crow[p + 1]):
-            s = s - Lf[w, pat.cat[c]] * x[w, pat.ccol[c]]
-        x[w, i] = s
+        xi = x[w, pat.perm[p]]
+        if xi != wp.float64(0.0):  # 0 also for skipped / dropped rows
+            for e in range(pat.lrow[p], pat.lrow[p + 1] - 1):
+                j = pat.lcol[e]
+                x[w, j] = x[w, j] - Lf[w, e] * xi

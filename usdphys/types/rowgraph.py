@@ -32,9 +32,8 @@ class RowPattern:
 
     perm[p]: the row eliminated at position p; pos[i]: the position of row i. Row-wise (CSR)
     lower triangle with diagonal: position p owns entries lrow[p] .. lrow[p+1]-1, in ascending
-    position of their column, the diagonal last; lcol is the column's ROW. Column-wise view of
-    the strictly lower part: position p's column has entries crow[p] .. crow[p+1]-1 in rows
-    ccol (ascending position), stored at value index cat. diag[i]: row i's diagonal entry.
+    position of their column, the diagonal last; lcol is the column's ROW. diag[i]: row i's
+    diagonal entry.
     ldot[e], for an entry e = (p, q) below the diagonal: where the factorisation's sum for it
     starts in row q's entries (the first column that row p can share: at or after row p's
     first column; the terms before it are exact zeros), lstop[e] where it ends (row q's
@@ -46,9 +45,6 @@ class RowPattern:
     pos: np.ndarray
     lrow: np.ndarray
     lcol: np.ndarray
-    crow: np.ndarray
-    ccol: np.ndarray
-    cat: np.ndarray
     diag: np.ndarray
     ldot: np.ndarray
     lstop: np.ndarray
@@ -173,17 +169,10 @@ def _pattern(perm: np.ndarray, rows: list[list[int]], b0: np.ndarray, b1: np.nda
     lrow = np.zeros(n + 1, dtype=np.int32)
     lrow[1:] = np.cumsum([len(r) + 1 for r in rows])
     lcol = np.empty(int(lrow[-1]), dtype=np.int32)
-    cols: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     for p, r in enumerate(rows):
         e0 = int(lrow[p])
         lcol[e0:e0 + len(r)] = r
         lcol[e0 + len(r)] = p
-        for k, q in enumerate(r):
-            cols[q].append((p, e0 + k))
-    crow = np.zeros(n + 1, dtype=np.int32)
-    crow[1:] = np.cumsum([len(c) for c in cols])
-    ccol = np.array([perm[p] for c in cols for p, _ in c], dtype=np.int32)
-    cat = np.array([e for c in cols for _, e in c], dtype=np.int32)
     diag = np.empty(n, dtype=np.int32)
     diag[perm] = lrow[1:] - 1
     pos = np.empty(n, dtype=np.int32)
@@ -206,8 +195,7 @@ def _pattern(perm: np.ndarray, rows: list[list[int]], b0: np.ndarray, b1: np.nda
         lshare |= np.where((x[li] >= 0) & (x[li] == y[lj]), bit, 0).astype(np.int32)
     if partner is not None:
         lshare |= np.where((partner[li] >= 0) | (partner[lj] >= 0), COUPLED, 0).astype(np.int32)
-    return RowPattern(perm=perm.astype(np.int32), pos=pos, lrow=lrow, lcol=col_of.astype(np.int32), crow=crow,
-                      ccol=ccol, cat=cat, diag=diag, ldot=ldot, lstop=lstop, li=li.astype(np.int32),
+    return RowPattern(perm=perm.astype(np.int32), pos=pos, lrow=lrow, lcol=col_of.astype(np.int32), diag=diag, ldot=ldot, lstop=lstop, li=li.astype(np.int32),
                       lj=lj.astype(np.int32), lshare=lshare)
 
 
