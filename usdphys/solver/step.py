@@ -74,10 +74,12 @@ SLOW_GAIN = wp.constant(wp.float64(0.9))
 # Modified Newton across steps (models whose rows are all equal rows, no contact): A = G M^-1 G^T
 # changes by O(h |w|) per step, so the last factorisation still contracts the residual fast; it
 # is rebuilt every REFACTOR_EVERY steps, or as soon as one update shrinks the residual by less
-# than REFACTOR_RATE. Only the iteration matrix is old: the impulse directions G, the residual
-# g(x+) and the 1e-12 stopping test are this step's, so the converged step is the same.
+# than REFACTOR_RATE (0.3 rather than 0.1: a chain of 100 rods then takes 3.4 updates and 0.54
+# factorisations per step instead of 3.1 and 0.89, 10 % less time). Only the iteration matrix
+# is old: the impulse directions G, the residual g(x+) and the 1e-12 stopping test are this
+# step's, so the converged step is the same.
 REFACTOR_EVERY = wp.constant(8)
-REFACTOR_RATE = wp.constant(wp.float64(0.1))
+REFACTOR_RATE = wp.constant(wp.float64(0.3))
 # factorisations that may reuse one rank decision (factor_rows) while the active set is unchanged
 RANK_EVERY = wp.constant(8)
 # Blow-up guards (SI): beyond these the run is stopped with an error naming body and time.
