@@ -293,10 +293,7 @@ def add_row_impulse(m: ModelData, sc: Scratch, w: int, i: int, lam: wp.float64):
         sc.dL[w, b1] = sc.dL[w, b1] + lam * sc.ja1[w, i]
 
 
-# residuals and move_bodies run a few times per step: inlined, their callers pass the model and
-# scratch structs (~6 KB of array descriptors) without copying them (3-5 % of a step; the
-# step module then compiles ~2 s longer)
-@wp.func(inline=True)
+@wp.func
 def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64, assemble: int):
     """Positions and velocities produced by the current impulses lam (exact, nonlinear)."""
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
@@ -338,7 +335,7 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
             sc.omega1[w, b] = om
 
 
-@wp.func(inline=True)
+@wp.func
 def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: int) -> wp.float64:
     """Residual of every active row at the moved poses (into sc.res); returns the largest.
 
