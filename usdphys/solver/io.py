@@ -376,6 +376,7 @@ def make_state(model: Model, device_model: DeviceModel, worlds: int | None = Non
     rs = K.RowState()
     for name in ("lwarm", "lwarm2", "lwarm3", "lwarm4", "lwarm5"):
         setattr(rs, name, world_zeros((W, Rn), wp.float64, dev, layout))
+    rs.run = wp.zeros(W, dtype=wp.int32, device=dev)
     def zeros(shape, dtype):
         return world_zeros(shape, dtype, dev, layout)
 

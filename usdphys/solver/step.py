@@ -166,7 +166,10 @@ class StateData:
 class RowState:
     """Row state per world [world, row], carried from step to step: the impulses of the last five
     steps (lwarm: the last) of the equal rows and of the limits that held (Newton warm start;
-    extrapolated in models of equal rows only)."""
+    extrapolated in models of equal rows only), and per world [world] how many of the last
+    committed steps in a row had the last step's size (run: how far the history is evenly
+    spaced)."""
+    run: wp.array(dtype=wp.int32)
     lwarm: wp.array2d(dtype=wp.float64)
     lwarm2: wp.array2d(dtype=wp.float64)
     lwarm3: wp.array2d(dtype=wp.float64)
@@ -974,8 +977,18 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     hp = es.hnow[w]  # the previous step's h (begin_elements below sets this step's)
     wscale = wp.float64(1.0)  # exactly 1 for a constant step: a held pose stays held bit for bit
     warm = int(0)  # 1: some impulse starts from a non-zero guess
+    # all-equal-row models extrapolate the impulses of the last steps: a polynomial through as
+    # many of them as were taken at this step's size (at most five: quartic, O(h^5) off, so one
+    # update usually reaches the tolerance; chain of 30 rods: 2.1 updates per step, 3.4 with three
+    # steps). Another step size (a retry, the first steps after one) starts from the last impulse
+    # alone: a history spaced by another h extrapolates to the wrong time (a thin rod on a Cardan
+    # joint then failed at every step size). Not with limits / drives / elements: an impact's
+    # impulse jump would be extrapolated into the next steps' guesses.
+    order = int(0)
     if hp != h and hp > wp.float64(0.0):
         wscale = h / hp
+    elif m.equal_only != 0:
+        order = wp.min(rs.run[w] - 1, 4)
     for i in range(nr):
         mode = m.row_mode[i]
         act = int(0)
@@ -988,21 +1001,20 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             if assemble == 0:  # warm start from the impulses of the last steps
                 if hp != h:  # another step size: impulses scale with h
                     rs.lwarm[w, i] = wscale * rs.lwarm[w, i]
-                    rs.lwarm2[w, i] = wscale * rs.lwarm2[w, i]
-                    rs.lwarm3[w, i] = wscale * rs.lwarm3[w, i]
-                    rs.lwarm4[w, i] = wscale * rs.lwarm4[w, i]
-                    rs.lwarm5[w, i] = wscale * rs.lwarm5[w, i]
-                if m.equal_only != 0:
-                    # quartic extrapolation of the last five impulses: O(h^5) off, so one update
-                    # usually reaches the tolerance (chain of 30 rods: 2.1 updates per step, 3.4
-                    # with the quadratic one); exact for a constant impulse (5 - 10 + 10 - 5 + 1).
-                    # Not with limits / drives / elements: an impact's impulse jump would be
-                    # extrapolated into the next steps' guesses
-                    sc.lam[w, i] = (wp.float64(5.0) * (rs.lwarm[w, i] - rs.lwarm4[w, i])
-                                    + wp.float64(10.0) * (rs.lwarm3[w, i] - rs.lwarm2[w, i]) + rs.lwarm5[w, i])
-                else:
-                    sc.lam[w, i] = rs.lwarm[w, i]
-                if sc.lam[w, i] != wp.float64(0.0):
+                l1 = rs.lwarm[w, i]
+                lam = l1
+                if order == 1:
+                    lam = wp.float64(2.0) * l1 - rs.lwarm2[w, i]
+                elif order == 2:
+                    lam = wp.float64(3.0) * (l1 - rs.lwarm2[w, i]) + rs.lwarm3[w, i]
+                elif order == 3:
+                    lam = (wp.float64(4.0) * (l1 + rs.lwarm3[w, i]) - wp.float64(6.0) * rs.lwarm2[w, i]
+                           - rs.lwarm4[w, i])
+                elif order == 4:
+                    lam = (wp.float64(5.0) * (l1 - rs.lwarm4[w, i]) + wp.float64(10.0) * (rs.lwarm3[w, i] - rs.lwarm2[w, i])
+                           + rs.lwarm5[w, i])
+                sc.lam[w, i] = lam
+                if lam != wp.float64(0.0):
                     warm = 1
         elif (mode == MODE_LOWER or mode == MODE_UPPER) and assemble == 0 and rs.lwarm[w, i] > wp.float64(0.0):
             # a limit that held in the last step starts active with its impulse: the equal rows'
@@ -1113,6 +1125,10 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             if wp.abs(sc.res[w, i]) == err:
                 worst_row = i
         dg.worst_row[w] = worst_row
+    if assemble != 0 or hp != h:
+        rs.run[w] = 1
+    else:
+        rs.run[w] = rs.run[w] + 1
     for i in range(nr):
         lw = wp.float64(0.0)
         mode = m.row_mode[i]
