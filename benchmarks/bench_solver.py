@@ -67,17 +67,12 @@ def _export(name, path):
     np.savez(path, **{f: getattr(src, f) for f in _FIELDS})
 
 
-def newton_worker(npz, worlds, steps, device, solver_name):
+def newton_model(src, worlds, device):
+    """Newton model of `src`'s bodies and Y-axis revolute joints (anything with the _FIELDS
+    arrays), replicated to `worlds` worlds, finalized on `device`."""
     import newton
     import warp as wp
 
-    class Src:
-        pass
-
-    src = Src()
-    data = np.load(npz)
-    for f in _FIELDS:
-        setattr(src, f, data[f])
     nb = len(src.body_mass)
     b = newton.ModelBuilder(up_axis=newton.Axis.Z)
     ids = []
@@ -102,7 +97,22 @@ def newton_worker(npz, worlds, steps, device, solver_name):
         scene = newton.ModelBuilder(up_axis=newton.Axis.Z)
         scene.replicate(b, worlds)
         b = scene
-    model = b.finalize(device=device)
+    return b.finalize(device=device)
+
+
+def newton_worker(npz, worlds, steps, device, solver_name):
+    import newton
+    import warp as wp
+
+    class Src:
+        pass
+
+    src = Src()
+    data = np.load(npz)
+    for f in _FIELDS:
+        setattr(src, f, data[f])
+    nb = len(src.body_mass)
+    model = newton_model(src, worlds, device)
     if solver_name == "xpbd":
         solver = newton.solvers.SolverXPBD(model)
     else:

@@ -32,6 +32,11 @@ DEFAULT_TOL = 1.0e-12
 ASSEMBLY_WARN = 1.0e-6
 # Aim for about this many substeps (all worlds) per kernel launch between host checks.
 STEPS_PER_LAUNCH = 4000
+# CUDA threads per block for the step kernels. One thread runs a whole world, so a launch has as
+# many threads as worlds: small blocks spread a few thousand worlds over every multiprocessor
+# (Warp's default of 256 would put 4096 worlds on 16 of an H100's 132). Every launch of the
+# module uses this one size, since Warp compiles the module once per block size.
+CUDA_BLOCK_DIM = 32
 
 
 @dataclass
@@ -83,6 +88,7 @@ class Solver:
         if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
             raise UsdphysError(f"threads must be a whole number >= 1, got {threads!r}")
         self.threads = 1 if dev.is_cuda else int(min(threads, W))
+        self.block_dim = CUDA_BLOCK_DIM if dev.is_cuda else None  # None: Warp's CPU default
         # model (read-only, shared by all worlds), state (carried between steps, updated in
         # place), scratch (the step's work buffers), diagnostics: see io.py
         self.dm = io.put_model(model, dev, contact=contact, laws=laws, layout=layout)
@@ -121,7 +127,7 @@ class Solver:
         if self.dm.user_laws:
             # built here, not at the first launch, so a law Warp cannot compile is one line
             try:
-                wp.load_module(K, device=dev)
+                wp.load_module(K, device=dev, block_dim=self.block_dim)
             except Exception as exc:  # Warp's codegen / compiler error about the user's code
                 parts = [p.strip() for p in str(exc).replace("\n", " ").split(";") if p.strip()]
                 raise UsdphysError("a user force law does not compile: " + "; ".join(parts[-2:])) from None
@@ -156,7 +162,7 @@ class Solver:
         With a pool: one launch per contiguous world range, all at once, waiting for all."""
         W, dev = self.W, self.device
         if pool is None:
-            wp.launch(kernel, dim=W, inputs=args + [0], device=dev)
+            wp.launch(kernel, dim=W, inputs=args + [0], device=dev, block_dim=self.block_dim)
             return
         bounds = np.linspace(0, W, self.threads + 1).round().astype(int)
         jobs = [pool.submit(wp.launch, kernel, dim=int(b - a), inputs=args + [int(a)], device=dev)
@@ -190,13 +196,14 @@ class Solver:
             if dev.is_cuda and n == chunk and frames // chunk >= 2:
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
-                        wp.launch(K.advance_frames, dim=W, inputs=args + [0], device=dev)
-                        wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev)
+                        wp.launch(K.advance_frames, dim=W, inputs=args + [0], device=dev, block_dim=self.block_dim)
+                        wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev,
+                                  block_dim=self.block_dim)
                     graph = cap.graph
                 wp.capture_launch(graph)
             else:
                 self._launch(K.advance_frames, args, pool)
-                wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev)
+                wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev, block_dim=self.block_dim)
             done += n
             status = self.dg.status.numpy()
             if status.any():
@@ -223,7 +230,8 @@ class Solver:
         counter = wp.clone(self.counter)
         wp.launch(K.advance_frames, dim=self.W,
                   inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, self.counter, 1,
-                          substeps, h, tol, wp.float64(self._time), 1, 0], device=self.device)
+                          substeps, h, tol, wp.float64(self._time), 1, 0], device=self.device,
+                  block_dim=self.block_dim)
         failed = self.dg.status.numpy() != 0
         for dst, src in saved:
             wp.copy(dst, src)
