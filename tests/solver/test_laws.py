@@ -65,7 +65,7 @@ def geometry_kernel(p0: wp.array(dtype=wp.vec3d), p1: wp.array(dtype=wp.vec3d), 
 
 def run_laws(laws, xs, xdots, rows):
     packed = law_types.pack_laws(laws)
-    li, lf, data = fl.laws_to_warp(packed, "cpu")
+    li, lf, data = fl.laws_to_warp(packed, None)  # the device the kernel is launched on
     out = wp.zeros((len(xs), 3), dtype=wp.float64)
     wp.launch(law_kernel, len(xs), [wp.array(np.asarray(xs, float), dtype=wp.float64), wp.array(np.asarray(xdots, float), dtype=wp.float64),
                                     wp.array(np.asarray(rows, np.int32), dtype=wp.int32), li, lf, data, out])

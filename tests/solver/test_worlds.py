@@ -85,21 +85,21 @@ def test_threads_and_layouts_give_bit_identical_worlds(fourbar_model):
     rng = np.random.default_rng(3)
     model.body_ang_vel = model.body_ang_vel + rng.normal(0, 0.5, model.body_ang_vel.shape) * [1, 1, 0]
     model.set_parameter("body.mass", rng.uniform(0.5, 2.0, (7, model.body_count)))
-    ref = run(model, threads=1, layout="world_major")
+    ref = run(model, threads=1, layout="world_major", device="cpu")  # threads: a CPU matter
     for threads, layout in ((2, "world_major"), (3, "world_minor"), (1, "world_minor")):
-        got = run(model, threads=threads, layout=layout)
+        got = run(model, threads=threads, layout=layout, device="cpu")
         np.testing.assert_array_equal(got[0], ref[0])
         np.testing.assert_array_equal(got[1], ref[1])
     assert np.ptp(ref[0][-1, :, 0, 0]) > 1e-3  # the worlds differ
     # world_minor really lays the worlds side by side: [w, b] and [w + 1, b] one element apart
-    minor = Solver(model, threads=1, layout="world_minor")
+    minor = Solver(model, "cpu", threads=1, layout="world_minor")
     assert minor.st.pos.strides == (24, 24 * 7) and minor.m.inv_mass.strides == (8, 8 * 7)
     assert minor.sc.lam.strides == (8, 8 * 7) and minor.sc.A.strides == (8, 8 * 7)  # the step's scratch
     assert minor.cs.c.depth.strides == (8, 8 * 7)  # the narrow phase's contact records
     out = io.make_output(minor.dm, 7, 3, "cpu")  # frames: [f, w, b] and [f, w + 1, b] side by side
     B = minor.dm.body_count
     assert out.pos.strides == (24 * 7 * B, 24, 24 * 7) and out.pos.shape == (4, 7, B)
-    assert Solver(model, threads=1).st.pos.strides[1] == 24
+    assert Solver(model, "cpu", threads=1).st.pos.strides[1] == 24  # CPU default: world-major
 
 
 @pytest.fixture
