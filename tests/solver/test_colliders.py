@@ -74,10 +74,13 @@ def point_ellipsoid_distance(p, ax):
     return float(np.linalg.norm(p - x)), x
 
 
-@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("seed", [3, 4, 5, 6])
 def test_sphere_against_an_ellipsoid_matches_the_analytic_distance(seed):
     """Off-axis, rotated, touching, apart (within the margin) and overlapping: the depth is
-    r - distance(centre, ellipsoid), the normal the ellipsoid's at the closest point."""
+    r - distance(centre, ellipsoid), the normal the ellipsoid's at the closest point. The
+    normal's refinement converges to ~3e-14 (its rounding, on any device); when it stopped at
+    the first step that did not lower the depth in floating point, normals were 2e-8 off on
+    seeds 5 and 6 on the CPU and on seed 4 on a GPU."""
     rng = np.random.default_rng(seed)
     r = 0.05
     for q in random_quats(10, seed):
