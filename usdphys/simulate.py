@@ -270,6 +270,9 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     e.g. {"body.mass": masses (W, B), ("gravity", 2): [-9.81, -1.62]}.
     overrides: stage attributes in the stage's units, {"/World/crank.physics:mass": one
     value or (W,)}, mapped through the reader's provenance (Model.param_sources).
+    device: "cpu", "cuda" or "cuda:N"; None: the CPU, or the GPU when there is one and the run
+    has at least 64 worlds per CPU core (solver.driver.default_device: a GPU thread runs one world
+    12-18x slower than a CPU core, docs/solver.md).
     threads: CPU threads the worlds are spread over (None: every core when worlds > 1).
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
     error unless this is True (then a warning, and the stage is simulated without it).

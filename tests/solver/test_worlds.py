@@ -304,3 +304,46 @@ def test_simulate_parameters_by_name_and_by_entry_leave_the_callers_model_alone(
         one = simulate(driven_pendulum(mass=mass, gravity=1.62, k=5.0, c=0.1, upper=1.0), duration=0.05, dt=1e-3,
                        fps=100)
         np.testing.assert_array_equal(res.positions[:, w], one.positions[:, 0])
+
+
+def test_default_device_is_the_cpu_unless_many_worlds_meet_a_gpu(monkeypatch):
+    """A run that names no device takes the GPU only from GPU_WORLDS_PER_CORE worlds per CPU
+    core: one GPU thread runs a world 12-18x slower than a CPU core (measured on an H200)."""
+    from usdphys.solver import driver
+
+    monkeypatch.setattr(driver, "cpu_cores", lambda: 2)
+    monkeypatch.setattr(driver.wp, "get_cuda_device_count", lambda: 0)
+    assert driver.default_device(10**6) == "cpu"  # no GPU: always the CPU
+    monkeypatch.setattr(driver.wp, "get_cuda_device_count", lambda: 1)
+    monkeypatch.setattr(driver.wp, "get_preferred_device", lambda: "cuda:0")
+    edge = 2 * driver.GPU_WORLDS_PER_CORE
+    assert driver.default_device(1) == "cpu" and driver.default_device(edge - 1) == "cpu"
+    assert driver.default_device(edge) == "cuda:0"
+
+
+def test_a_solver_naming_no_device_asks_default_device_with_its_worlds(fourbar_model, monkeypatch):
+    from usdphys.solver import driver
+
+    asked = []
+    monkeypatch.setattr(driver, "default_device", lambda worlds: asked.append(worlds) or "cpu")
+    assert Solver(fourbar_model.replicate(3)).device.is_cpu and asked == [3]
+    assert Solver(fourbar_model, "cpu") and asked == [3]  # a named device is taken as named
+
+
+def test_a_slow_kernel_load_is_announced_as_compiling(monkeypatch, caplog):
+    """A cold CUDA build of the step kernels takes 10-25 minutes: a load still running after
+    the announce delay says it is compiling; a quick one (cached) says nothing."""
+    import time as _time
+
+    from usdphys.solver import driver
+
+    monkeypatch.setattr(driver.wp, "load_module", lambda *a, **k: _time.sleep(0.3))
+    with caplog.at_level("WARNING", logger="usdphys"):
+        driver.load_step_module("cpu", None, announce_after=0.05)
+    assert any("compiling the solver's kernels" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    monkeypatch.setattr(driver.wp, "load_module", lambda *a, **k: None)
+    with caplog.at_level("WARNING", logger="usdphys"):
+        driver.load_step_module("cpu", None, announce_after=0.2)
+        _time.sleep(0.3)  # past the delay: the cancelled notice never fires
+    assert not caplog.records

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -57,25 +58,69 @@ class SolverRun:
     layout: outputs_mod.OutputLayout | None = None
 
 
+# Seconds a CUDA module load may take before the user is told that it is compiling.
+CUDA_NOTICE_AFTER = 5.0
+# Worlds per CPU core from which a run that names no device takes the GPU. One GPU thread runs a
+# whole world 12-18x slower than a CPU core, so a GPU pays only with many worlds: on an H200 against
+# one core of the 2-core CI machine, 42 (four-bar) to 51 (chain of 30 rods) worlds break even
+# (docs/solver.md, "Measured on a GPU"); a cold CUDA start also compiles the step for minutes.
+GPU_WORLDS_PER_CORE = 64
+
+
+def cpu_cores() -> int:
+    """The cores this process may run on (os.cpu_count(), or fewer where it is pinned)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def default_device(worlds: int) -> str:
+    """The device for a run of `worlds` worlds that names none: Warp's preferred CUDA device when
+    there is one and the run has at least GPU_WORLDS_PER_CORE worlds per CPU core, else the CPU."""
+    init_warp()
+    if wp.get_cuda_device_count() == 0 or worlds < GPU_WORLDS_PER_CORE * cpu_cores():
+        return "cpu"
+    return str(wp.get_preferred_device())
+
+
+def load_step_module(device, block_dim: int | None, announce_after: float | None = None) -> None:
+    """Load the step kernels for `device` (compiling them on a cold cache). With announce_after,
+    a load still running after that many seconds is compiling: say so (a cold CUDA build takes
+    10-25 minutes and would otherwise look like a hang)."""
+    dev = wp.get_device(device)
+    notice = None
+    if announce_after is not None:
+        notice = threading.Timer(announce_after, warn, [
+            f"{dev.alias}: compiling the solver's kernels (first use with this Warp version, block size and set "
+            "of force laws; on CUDA 10-25 minutes with NVRTC); Warp caches them for later runs"])
+        notice.daemon = True
+        notice.start()
+    try:
+        wp.load_module(K, device=dev, block_dim=block_dim)
+    finally:
+        if notice is not None:
+            notice.cancel()
+
+
 def default_threads(device, worlds: int) -> int:
     """CPU threads for `worlds` worlds: every core this process may run on (os.cpu_count(), or
     fewer where the process is pinned) when there is more than one world, one otherwise; 1 on
     CUDA (one launch runs every world)."""
     if wp.get_device(device).is_cuda or worlds <= 1:
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, worlds))
+    return max(1, min(cpu_cores(), worlds))
 
 
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL,
                  contact: ContactOptions | None = None, laws=None, threads: int | None = None,
                  layout: str | None = None):
-        """threads: CPU threads the worlds are spread over (None: default_threads); each thread
-        runs a contiguous range of worlds, and a world's result does not depend on the split.
+        """device: a Warp device name (None: default_device, the CPU unless there are many worlds
+        and a GPU). threads: CPU threads the worlds are spread over (None: default_threads); each
+        thread runs a contiguous range of worlds, and a world's result does not depend on the split.
         layout: memory layout of the per-world parameters (io.world_layout; None: the device's)."""
         init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model
+        if device is None:
+            device = default_device(model.world_count)
         try:
             self.device = wp.get_device(device)
         except Exception as exc:  # unknown device name
@@ -124,11 +169,14 @@ class Solver:
         tol = wp.float64(self.tol)
         # the user laws are compiled into the kernel: this solver's (no-op when unchanged)
         forces.install_user_laws(self.dm.user_laws)
-        if self.dm.user_laws:
-            # built here, not at the first launch, so a law Warp cannot compile is one line
+        if self.dm.user_laws or dev.is_cuda:
+            # built here, not at the first launch, so a law Warp cannot compile is one line, and
+            # a cold CUDA build is announced instead of sitting silent for minutes
             try:
-                wp.load_module(K, device=dev, block_dim=self.block_dim)
+                load_step_module(dev, self.block_dim, CUDA_NOTICE_AFTER if dev.is_cuda else None)
             except Exception as exc:  # Warp's codegen / compiler error about the user's code
+                if not self.dm.user_laws:
+                    raise
                 parts = [p.strip() for p in str(exc).replace("\n", " ").split(";") if p.strip()]
                 raise UsdphysError("a user force law does not compile: " + "; ".join(parts[-2:])) from None
         if not self._started:
