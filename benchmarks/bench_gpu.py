@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 from _timing import FRAMES
-from bench_solver import DT, _FIELDS, _gap, newton_model
+from bench_solver import DT, _FIELDS, _gap, load_fields, newton_model
 from bench_worlds import load
 
 
@@ -57,13 +57,7 @@ def peer_worker(npz: str, worlds: int, steps: int, device: str, solver_name: str
     import newton
     import warp as wp
 
-    class Src:
-        pass
-
-    src = Src()
-    data = np.load(npz)
-    for f in _FIELDS:
-        setattr(src, f, data[f])
+    src = load_fields(npz)
     nb = len(src.body_mass)
     t_build = time.perf_counter()
     model = newton_model(src, worlds, device)

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from _timing import time_solver
@@ -100,17 +101,17 @@ def newton_model(src, worlds, device):
     return b.finalize(device=device)
 
 
+def load_fields(npz):
+    """The _FIELDS arrays saved by a parent process, as attributes of one object (newton_model's input)."""
+    data = np.load(npz)
+    return SimpleNamespace(**{f: data[f] for f in _FIELDS})
+
+
 def newton_worker(npz, worlds, steps, device, solver_name):
     import newton
     import warp as wp
 
-    class Src:
-        pass
-
-    src = Src()
-    data = np.load(npz)
-    for f in _FIELDS:
-        setattr(src, f, data[f])
+    src = load_fields(npz)
     nb = len(src.body_mass)
     model = newton_model(src, worlds, device)
     if solver_name == "xpbd":
