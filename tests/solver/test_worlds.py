@@ -347,3 +347,20 @@ def test_a_slow_kernel_load_is_announced_as_compiling(monkeypatch, caplog):
         driver.load_step_module("cpu", None, announce_after=0.2)
         _time.sleep(0.3)  # past the delay: the cancelled notice never fires
     assert not caplog.records
+
+
+def test_precompile_cuda_builds_the_variant_the_driver_launches(monkeypatch):
+    """precompile_cuda hands Warp the step module with the driver's CUDA block size, as cubin
+    for the asked architecture (the 20-minute compile itself is not run here)."""
+    import warp as wp
+
+    from usdphys.solver import driver, step
+
+    module = wp.get_module(step.__name__)
+    launched = module.get_module_identifier(block_dim=driver.CUDA_BLOCK_DIM)  # what a CUDA run loads
+    calls = []
+    monkeypatch.setattr(driver.wp, "compile_aot_module", lambda mod, **kw: calls.append((mod, kw)) or ["x.cubin"])
+    assert driver.precompile_cuda(90) == ["x.cubin"]
+    assert calls == [(step, {"arch": 90, "use_ptx": False})]
+    assert module.options["block_dim"] == driver.CUDA_BLOCK_DIM and module.options["cuda_output"] == "cubin"
+    assert module.get_module_identifier() == launched  # the variant compiled is the one loaded

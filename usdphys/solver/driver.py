@@ -100,6 +100,18 @@ def load_step_module(device, block_dim: int | None, announce_after: float | None
             notice.cancel()
 
 
+def precompile_cuda(arch: int = 90, laws=None) -> list:
+    """Compile the step kernels for the CUDA architecture `arch` (90: H100 / H200; 80: A100 ...)
+    into Warp's kernel cache (wp.config.kernel_cache_dir, WARP_CACHE_PATH), on any machine, with a
+    GPU or without: a GPU machine that shares the cache then loads them instead of spending the
+    10-25 minutes a cold NVRTC build takes. laws: the user force laws the runs will pass (each
+    set is its own variant of the kernels). Returns the paths written."""
+    init_warp()
+    forces.install_user_laws(io.user_law_table(laws)[1])
+    wp.set_module_options({"block_dim": CUDA_BLOCK_DIM}, module=K)  # the variant the driver launches
+    return wp.compile_aot_module(K, arch=int(arch), use_ptx=False)
+
+
 def default_threads(device, worlds: int) -> int:
     """CPU threads for `worlds` worlds: every core this process may run on (os.cpu_count(), or
     fewer where the process is pinned) when there is more than one world, one otherwise; 1 on

@@ -53,7 +53,10 @@ from usdphys.solver.mathx import (
     wrap_angle,
 )
 
-wp.set_module_options({"enable_backward": False})
+# CUDA: machine code for the device's own architecture (cubin), not PTX that the driver would
+# translate again at load: the step is one large kernel (~3.5 MB of machine code), whose PTX
+# takes the driver's assembler minutes on every machine that has not cached it.
+wp.set_module_options({"enable_backward": False, "cuda_output": "cubin"})
 
 SHARE_COUPLED = wp.constant(COUPLED)  # pattern entry with a coupling row: computed in full (coupled_entry)
 MAX_PASSES = wp.constant(6)  # active-set passes per step
