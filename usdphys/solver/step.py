@@ -1074,19 +1074,23 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         # warm-started: always take one Newton update (its linear solve lands far inside the
         # tolerance), so a pose held exactly from a cold start stays held exactly
         es.min_newton[w] = 1
-    solve_rows(m, st, es, sc, dg, w, h, tol, assemble)
-    # a joint pass that did not converge leaves nothing to build contact on: the step is retried
-    if assemble == 0 and cm.n_pairs > 0 and sc.conv_err[w] <= ACCEPT_FACTOR * tol:
-        # contact (usdphys/solver/contact.py; docs/solver.md "Contact"): contacts
-        # solved from the joint-only velocities, joints re-imposed after every PGS sweep, then
-        # the contact impulses kicked into the predictor and the joint pass run again exactly
+    # the joint pass, and with contact a second one: contacts solved from the joint-only
+    # velocities, joints re-imposed after every PGS sweep, then the contact impulses kicked into
+    # the predictor and the joint pass run again exactly (usdphys/solver/contact.py; docs/solver.md
+    # "Contact"). One call site in a loop: the kernel holds one copy of the joint pass, not two
+    # (a large share of the code NVRTC compiles for CUDA).
+    for joint_pass in range(2):
+        solve_rows(m, st, es, sc, dg, w, h, tol, assemble)
+        # a joint pass that did not converge leaves nothing to build contact on: the step is retried
+        if joint_pass == 1 or assemble != 0 or cm.n_pairs == 0 or not (sc.conv_err[w] <= ACCEPT_FACTOR * tol):
+            break
         n_c = contact_begin(cm, cs, w, h, nb, m.gravity[w], m.inv_mass[w], st.pos, st.rot, st.vel, st.omega, sc.vel1,
                             sc.omega1, sc.iinv, nr)
-        if n_c > 0:
-            contact_solve(cm, cs, w, n_c, nb, m.inv_mass[w], sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.pat,
-                          sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
-            contact_kick(cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
-            solve_rows(m, st, es, sc, dg, w, h, tol, 0)
+        if n_c == 0:
+            break
+        contact_solve(cm, cs, w, n_c, nb, m.inv_mass[w], sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.pat,
+                      sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
+        contact_kick(cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
     if assemble == 0:
         ok = sc.conv_err[w] <= ACCEPT_FACTOR * tol  # false for NaN too
         if ok:
