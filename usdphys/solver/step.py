@@ -812,25 +812,26 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 for i in range(nr):
                     if sc.act[w, i] == 1:
                         sc.lam[w, i] = sc.lam[w, i] - back * sc.dstep[w, i]
-                move_bodies(m, st, sc, w, h, assemble)
                 if applied == wp.float64(0.0):
                     prev = wp.float64(0.0)  # back at the update's start: a fresh update follows
-                continue
-            if updates >= MAX_NEWTON and (updates >= MAX_NEWTON_SLOW or not (worst < SLOW_GAIN * prev)):
-                break
-            if sc.fage[w] > 0 and updates > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
-                refactor_this_step(m, sc, dg, w, nr)
-            prev = worst
-            applied = wp.float64(1.0)
-            updates = updates + 1
-            dg.n_updates[w] = dg.n_updates[w] + 1
-            for i in range(nr):
-                sc.res[w, i] = -sc.res[w, i] / h
-            ldl_solve(sc.Lf, sc.D, m.pat, sc.res, w, nr)
-            for i in range(nr):
-                sc.dstep[w, i] = sc.res[w, i]
-                if sc.act[w, i] == 1:
-                    sc.lam[w, i] = sc.lam[w, i] + sc.res[w, i]
+            else:
+                if updates >= MAX_NEWTON and (updates >= MAX_NEWTON_SLOW or not (worst < SLOW_GAIN * prev)):
+                    break
+                if sc.fage[w] > 0 and updates > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
+                    refactor_this_step(m, sc, dg, w, nr)
+                prev = worst
+                applied = wp.float64(1.0)
+                updates = updates + 1
+                dg.n_updates[w] = dg.n_updates[w] + 1
+                for i in range(nr):
+                    sc.res[w, i] = -sc.res[w, i] / h
+                ldl_solve(sc.Lf, sc.D, m.pat, sc.res, w, nr)
+                for i in range(nr):
+                    sc.dstep[w, i] = sc.res[w, i]
+                    if sc.act[w, i] == 1:
+                        sc.lam[w, i] = sc.lam[w, i] + sc.res[w, i]
+            # the bodies moved by the impulses of the update, or of the step taken back (one call
+            # site: the CUDA build inlines each copy of the rigid-body step)
             move_bodies(m, st, sc, w, h, assemble)
         changed = int(0)
         for i in range(nr):
