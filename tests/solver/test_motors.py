@@ -206,3 +206,6 @@ def test_worlds_and_repeated_runs_keep_element_state():
     a = split.run(50, 10, 1e-3)
     b = split.run(50, 10, 1e-3)
     np.testing.assert_allclose(np.concatenate([a.pos, b.pos[1:]]), one.pos, rtol=0, atol=1e-13)
+    # the second run reuses the first one's frame buffers: what the first returned is its own
+    np.testing.assert_allclose(np.concatenate([a.motor_effort, b.motor_effort[1:]]), one.motor_effort,
+                               rtol=0, atol=1e-9)

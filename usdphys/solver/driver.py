@@ -65,6 +65,9 @@ CUDA_NOTICE_AFTER = 5.0
 # one core of the 2-core CI machine, 42 (four-bar) to 51 (chain of 30 rods) worlds break even
 # (docs/solver.md, "Measured on a GPU"); a cold CUDA start also compiles the step for minutes.
 GPU_WORLDS_PER_CORE = 64
+# A Solver keeps the frame buffers of its last poses-only run for the next one of as many frames
+# up to this many poses (frames x worlds x bodies; 56 bytes each): ~15 MB at most.
+REUSED_OUTPUT_POSES = 1 << 18
 
 
 def cpu_cores() -> int:
@@ -163,6 +166,7 @@ class Solver:
         self._overlaps_checked = False  # collider pairs checked in the assembled pose
         self._elements_started = False
         self._time = 0.0  # simulated time before the next run() (time functions)
+        self._plain_out = None  # (frames, FrameOutput) of the last run that recorded poses only
 
     # ------------------------------------------------------------------
     def run(self, frames: int, substeps: int, dt: float,
@@ -176,7 +180,7 @@ class Solver:
         W, B, dev = self.W, self.B, self.device
         groups = RecordGroups.parse(record)
         layout = outputs_mod.plan_outputs(self.model, self.elements, groups, substeps * dt, dev) if groups.any else None
-        out = io.make_output(self.dm, W, frames, dev, layout)
+        out = self._output_buffers(frames, layout)
         h = wp.float64(dt)
         tol = wp.float64(self.tol)
         # the user laws are compiled into the kernel: this solver's (no-op when unchanged)
@@ -216,6 +220,18 @@ class Solver:
         finally:
             if pool is not None:
                 pool.shutdown()
+
+    def _output_buffers(self, frames: int, layout):
+        """The frame buffers of a run. A run that records poses only reuses those of the last
+        such run of as many frames when they are small: stepping in short calls (a control loop)
+        would otherwise spend most of its time allocating them. Every frame after 0 is written
+        in full and the results are copied out, so nothing of the last run shows."""
+        if layout is None and self._plain_out is not None and self._plain_out[0] == frames:
+            return self._plain_out[1]
+        out = io.make_output(self.dm, self.W, frames, self.device, layout)
+        if layout is None and (frames + 1) * self.W * max(self.B, 1) <= REUSED_OUTPUT_POSES:
+            self._plain_out = (frames, out)
+        return out
 
     def _launch(self, kernel, args: list, pool) -> None:
         """Launch `kernel` over every world; its last parameter is the first world of the launch.
