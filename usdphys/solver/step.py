@@ -54,7 +54,7 @@ from usdphys.solver.mathx import (
 )
 
 # CUDA: machine code for the device's own architecture (cubin), not PTX that the driver would
-# translate again at load: the step is one large kernel (~3.5 MB of machine code), whose PTX
+# translate again at load: the step is one large kernel (~3 MB of machine code), whose PTX
 # takes the driver's assembler minutes on every machine that has not cached it.
 wp.set_module_options({"enable_backward": False, "cuda_output": "cubin"})
 
