@@ -4,8 +4,8 @@
     python benchmarks/profile_step.py chain100 --steps 4000 --by function
 
 Warp compiles the kernels to machine code in memory, so `perf` sees only anonymous addresses.
-This script compiles the step module with line tables (the same flags as Warp's default plus
-`-debug-info-kind=line-tables-only`: the same machine code), runs the model under
+This script compiles the step module with line tables (its own flags, step.STEP_CPU_FLAGS,
+plus `-debug-info-kind=line-tables-only`: the same machine code), runs the model under
 `perf record`, finds where the module was loaded (the address of the frame kernel against its
 offset in the object file), and maps every sample to the statement of the generated C++ and
 from there, through the `// <L n>` comments Warp writes above each statement, to the Python
@@ -25,8 +25,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WARP_DEFAULT_FLAGS = ("-march=native -mllvm=-inline-threshold=9000 -mllvm=-inline-cold-callsite-threshold=3000"
-                      " -mllvm=-slp-recursion-max-depth=4")
 
 
 def run_model(name: str, worlds: int, steps: int) -> None:
@@ -35,7 +33,7 @@ def run_model(name: str, worlds: int, steps: int) -> None:
 
     from usdphys.solver import step as K
 
-    wp.set_module_options({"cpu_compiler_flags": WARP_DEFAULT_FLAGS
+    wp.set_module_options({"cpu_compiler_flags": K.STEP_CPU_FLAGS
                            + " -debug-info-kind=line-tables-only -dwarf-version=4"}, module=K)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from chain import chain_model

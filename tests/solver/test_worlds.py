@@ -349,6 +349,27 @@ def test_a_slow_kernel_load_is_announced_as_compiling(monkeypatch, caplog):
     assert not caplog.records
 
 
+def test_runs_load_the_step_kernels_once_and_again_after_the_laws_change(fourbar_model, monkeypatch):
+    """Every device announces a slow (compiling) load; a Solver's later runs skip the load, and
+    so does another Solver with the same laws, until other laws are installed."""
+    from usdphys.solver import driver
+
+    loads = []
+    real = driver.load_step_module
+    monkeypatch.setattr(driver, "_LOADED", set())
+    monkeypatch.setattr(driver, "load_step_module", lambda dev, block, after: loads.append(after) or real(dev, block))
+    solver = Solver(fourbar_model, "cpu")
+    solver.run(2, 2, 1e-3)
+    solver.run(2, 2, 1e-3)
+    Solver(fourbar_model, "cpu").run(1, 1, 1e-3)
+    assert loads == [driver.COMPILE_NOTICE_AFTER]  # the CPU announces a cold build too
+    # another set of laws installed (by the model set-up of another Solver): loaded again
+    monkeypatch.setattr(driver.forces, "user_law", object())
+    monkeypatch.setattr(driver.forces, "install_user_laws", lambda laws: False)
+    solver.run(1, 1, 1e-3)
+    assert len(loads) == 2
+
+
 def test_precompile_cuda_builds_the_variant_the_driver_launches(monkeypatch):
     """precompile_cuda hands Warp the step module with the driver's CUDA block size, as cubin
     for the asked architecture (the 20-minute compile itself is not run here)."""

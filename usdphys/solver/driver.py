@@ -58,8 +58,9 @@ class SolverRun:
     layout: outputs_mod.OutputLayout | None = None
 
 
-# Seconds a CUDA module load may take before the user is told that it is compiling.
-CUDA_NOTICE_AFTER = 5.0
+# Seconds a module load may take before the user is told that it is compiling (a cold build of
+# the step kernels: about a minute on the CPU, 10-25 minutes on CUDA).
+COMPILE_NOTICE_AFTER = 5.0
 # Worlds per CPU core from which a run that names no device takes the GPU. One GPU thread runs a
 # whole world 12-18x slower than a CPU core, so a GPU pays only with many worlds: on an H200 against
 # one core of the 2-core CI machine, 42 (four-bar) to 51 (chain of 30 rods) worlds break even
@@ -84,16 +85,22 @@ def default_device(worlds: int) -> str:
     return str(wp.get_preferred_device())
 
 
+# (device, block size, installed set of user laws) for which the step module is loaded: a run
+# there skips the load and its compile notice's timer (~0.2 ms a run).
+_LOADED: set = set()
+
+
 def load_step_module(device, block_dim: int | None, announce_after: float | None = None) -> None:
     """Load the step kernels for `device` (compiling them on a cold cache). With announce_after,
-    a load still running after that many seconds is compiling: say so (a cold CUDA build takes
-    10-25 minutes and would otherwise look like a hang)."""
+    a load still running after that many seconds is compiling: say so (a cold build takes about a
+    minute on the CPU and 10-25 minutes on CUDA, and would otherwise look like a hang)."""
     dev = wp.get_device(device)
     notice = None
     if announce_after is not None:
+        took = "10-25 minutes with NVRTC" if dev.is_cuda else "about a minute"
         notice = threading.Timer(announce_after, warn, [
             f"{dev.alias}: compiling the solver's kernels (first use with this Warp version, block size and set "
-            "of force laws; on CUDA 10-25 minutes with NVRTC); Warp caches them for later runs"])
+            f"of force laws; {took}); Warp caches them for later runs"])
         notice.daemon = True
         notice.start()
     try:
@@ -111,6 +118,7 @@ def precompile_cuda(arch: int = 90, laws=None) -> list:
     set is its own variant of the kernels). Returns the paths written."""
     init_warp()
     forces.install_user_laws(io.user_law_table(laws)[1])
+    _LOADED.clear()
     wp.set_module_options({"block_dim": CUDA_BLOCK_DIM}, module=K)  # the variant the driver launches
     return wp.compile_aot_module(K, arch=int(arch), use_ptx=False)
 
@@ -185,16 +193,18 @@ class Solver:
         tol = wp.float64(self.tol)
         # the user laws are compiled into the kernel: this solver's (no-op when unchanged)
         forces.install_user_laws(self.dm.user_laws)
-        if self.dm.user_laws or dev.is_cuda:
-            # built here, not at the first launch, so a law Warp cannot compile is one line, and
-            # a cold CUDA build is announced instead of sitting silent for minutes
+        # built here, not at the first launch, so a law Warp cannot compile is one line, and a
+        # cold build is announced instead of sitting silent for a minute (CPU) or many (CUDA)
+        loaded = (str(dev), self.block_dim, forces.user_law)  # user_law: one object per set of laws
+        if loaded not in _LOADED:
             try:
-                load_step_module(dev, self.block_dim, CUDA_NOTICE_AFTER if dev.is_cuda else None)
+                load_step_module(dev, self.block_dim, COMPILE_NOTICE_AFTER)
             except Exception as exc:  # Warp's codegen / compiler error about the user's code
                 if not self.dm.user_laws:
                     raise
                 parts = [p.strip() for p in str(exc).replace("\n", " ").split(";") if p.strip()]
                 raise UsdphysError("a user force law does not compile: " + "; ".join(parts[-2:])) from None
+            _LOADED.add(loaded)
         if not self._started:
             # Leapfrog start: the velocity the step uses is the half-step velocity v(-h/2) =
             # v(0) - h/2 g (dynamic bodies). Without it positions lag by g t h / 2 (first
