@@ -331,8 +331,8 @@ def test_a_solver_naming_no_device_asks_default_device_with_its_worlds(fourbar_m
 
 
 def test_a_slow_kernel_load_is_announced_as_compiling(monkeypatch, caplog):
-    """A cold CUDA build of the step kernels takes 10-25 minutes: a load still running after
-    the announce delay says it is compiling; a quick one (cached) says nothing."""
+    """A cold build of the step kernels takes about a minute on the CPU and 10-25 on CUDA: a load
+    still running after the announce delay says it is compiling; a quick one (cached) says nothing."""
     import time as _time
 
     from usdphys.solver import driver
@@ -379,9 +379,14 @@ def test_precompile_cuda_builds_the_variant_the_driver_launches(monkeypatch):
 
     module = wp.get_module(step.__name__)
     launched = module.get_module_identifier(block_dim=driver.CUDA_BLOCK_DIM)  # what a CUDA run loads
+    default_block = module.options["block_dim"]
     calls = []
-    monkeypatch.setattr(driver.wp, "compile_aot_module", lambda mod, **kw: calls.append((mod, kw)) or ["x.cubin"])
+
+    def compile_aot(mod, **kw):  # what Warp would compile: the module as it is at the call
+        calls.append((mod, kw, module.get_module_identifier(), module.options["cuda_output"]))
+        return ["x.cubin"]
+
+    monkeypatch.setattr(driver.wp, "compile_aot_module", compile_aot)
     assert driver.precompile_cuda(90) == ["x.cubin"]
-    assert calls == [(step, {"arch": 90, "use_ptx": False})]
-    assert module.options["block_dim"] == driver.CUDA_BLOCK_DIM and module.options["cuda_output"] == "cubin"
-    assert module.get_module_identifier() == launched  # the variant compiled is the one loaded
+    assert calls == [(step, {"arch": 90, "use_ptx": False}, launched, "cubin")]  # the variant a CUDA run loads
+    assert module.options["block_dim"] == default_block  # and the module is left as it was

@@ -118,9 +118,14 @@ def precompile_cuda(arch: int = 90, laws=None) -> list:
     set is its own variant of the kernels). Returns the paths written."""
     init_warp()
     forces.install_user_laws(io.user_law_table(laws)[1])
-    _LOADED.clear()
+    module = wp.get_module(K.__name__)
+    before = module.options["block_dim"]
+    _LOADED.clear()  # the module's options change here: later runs load through load_step_module
     wp.set_module_options({"block_dim": CUDA_BLOCK_DIM}, module=K)  # the variant the driver launches
-    return wp.compile_aot_module(K, arch=int(arch), use_ptx=False)
+    try:
+        return wp.compile_aot_module(K, arch=int(arch), use_ptx=False)
+    finally:  # the caller's module as it was (Warp's default block size for launches naming none)
+        wp.set_module_options({"block_dim": before}, module=K)
 
 
 def default_threads(device, worlds: int) -> int:
