@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 from _timing import FRAMES
-from bench_solver import DT, _FIELDS, _gap, load_fields, newton_model
+from bench_solver import DT, _gap, load_fields, newton_model, save_fields
 from bench_worlds import load
 
 
@@ -95,8 +95,6 @@ def peer_worker(npz: str, worlds: int, steps: int, device: str, solver_name: str
             advance()
     wp.synchronize_device(device)
     el = time.perf_counter() - t0
-    if solver_name == "featherstone":
-        newton.eval_fk(model, s0.joint_q, s0.joint_qd, s0)
     bq = s0.body_q.numpy().reshape(worlds, nb, 7).astype(float)
     print(f"BUILD {t_build}")
     print(f"RESULT {worlds * reps * batch / el} {_gap(src, bq[..., :3], bq[..., 3:])}")
@@ -106,7 +104,7 @@ def bench_peer(name: str, worlds: int, steps: int, device: str, solver_name: str
     src = load(name)
     with tempfile.TemporaryDirectory() as tmp:
         npz = os.path.join(tmp, "model.npz")
-        np.savez(npz, **{f: getattr(src, f) for f in _FIELDS})
+        save_fields(src, npz)
         try:
             out = subprocess.run([sys.executable, __file__, "--peer-worker", npz, str(worlds), str(steps), device,
                                   solver_name], capture_output=True, text=True, timeout=timeout)

@@ -61,11 +61,15 @@ _FIELDS = ("body_pos", "body_rot", "body_mass", "body_inertia", "joint_body0", "
            "joint_pos1")
 
 
+def save_fields(src, path):
+    """Write a Model's _FIELDS arrays for a peer worker process (read back by load_fields)."""
+    np.savez(path, **{f: getattr(src, f) for f in _FIELDS})
+
+
 def _export(name, path):
     from usdphys.usd.reader import read_stage
 
-    src, _ = read_stage(str(ASSETS / f"{name}.usda"))
-    np.savez(path, **{f: getattr(src, f) for f in _FIELDS})
+    save_fields(read_stage(str(ASSETS / f"{name}.usda"))[0], path)
 
 
 def newton_model(src, worlds, device):
@@ -102,7 +106,7 @@ def newton_model(src, worlds, device):
 
 
 def load_fields(npz):
-    """The _FIELDS arrays saved by a parent process, as attributes of one object (newton_model's input)."""
+    """The _FIELDS arrays saved by save_fields, as attributes of one object (newton_model's input)."""
     data = np.load(npz)
     return SimpleNamespace(**{f: data[f] for f in _FIELDS})
 

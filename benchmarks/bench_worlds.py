@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 from _timing import FRAMES
-from bench_solver import ASSETS, DT, _FIELDS, _gap
+from bench_solver import ASSETS, DT, _gap, save_fields
 
 REVOLUTE_Y = [True, True, True, True, False, True]
 
@@ -74,7 +74,7 @@ def bench_newton_xpbd(name: str, worlds: int, steps: int):
     src = load(name)
     with tempfile.TemporaryDirectory() as tmp:
         npz = os.path.join(tmp, "model.npz")
-        np.savez(npz, **{f: getattr(src, f) for f in _FIELDS})
+        save_fields(src, npz)
         out = subprocess.run([sys.executable, str(Path(__file__).with_name("bench_solver.py")), "--newton-worker", npz,
                               str(worlds), str(steps), "cpu", "xpbd"], capture_output=True, text=True)
     cpu = float("nan")
