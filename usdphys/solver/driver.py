@@ -174,7 +174,6 @@ class Solver:
         self.st, self.rs, self.es, self.cs = state.data, state.rows, state.elements, state.contact
         self.sc = io.make_scratch(self.dm, W, dev)
         self.dg = io.make_diagnostics(W, dev)
-        self.counter = wp.zeros(1, dtype=wp.int32, device=dev)  # output frames written so far this run
         self._started = False  # leapfrog start of the velocities done
         self._overlaps_checked = False  # collider pairs checked in the assembled pose
         self._elements_started = False
@@ -275,26 +274,26 @@ class Solver:
         n_mot = self.dm.motor_count
         self.dg.max_error.zero_()
         self.dg.n_reduced.zero_()
-        self.counter.zero_()
+        out.done.zero_()
 
         chunk = max(1, min(frames, math.ceil(STEPS_PER_LAUNCH / max(1, substeps * W))))
         graph = None
         done = 0
         while done < frames:
             n = min(chunk, frames - done)
-            args = [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, self.counter, n,
+            args = [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, n,
                     substeps, h, tol, wp.float64(self._time), 0]
             if dev.is_cuda and n == chunk and frames // chunk >= 2:
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
                         wp.launch(K.advance_frames, dim=W, inputs=args + [0], device=dev, block_dim=self.block_dim)
-                        wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev,
+                        wp.launch(K.bump_counter, dim=1, inputs=[out.done, n], device=dev,
                                   block_dim=self.block_dim)
                     graph = cap.graph
                 wp.capture_launch(graph)
             else:
                 self._launch(K.advance_frames, args, pool)
-                wp.launch(K.bump_counter, dim=1, inputs=[self.counter, n], device=dev, block_dim=self.block_dim)
+                wp.launch(K.bump_counter, dim=1, inputs=[out.done, n], device=dev, block_dim=self.block_dim)
             done += n
             status = self.dg.status.numpy()
             if status.any():
@@ -318,15 +317,15 @@ class Solver:
         where it ended, and a later run() continues from there. A look-ahead step that does not
         converge leaves that frame's velocity-level values NaN."""
         saved = _snapshot([self.st, self.rs, self.es, self.cs, self.sc, self.dg])
-        counter = wp.clone(self.counter)
+        done = wp.clone(out.done)
         wp.launch(K.advance_frames, dim=self.W,
-                  inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, self.counter, 1,
+                  inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, 1,
                           substeps, h, tol, wp.float64(self._time), 1, 0], device=self.device,
                   block_dim=self.block_dim)
         failed = self.dg.status.numpy() != 0
         for dst, src in saved:
             wp.copy(dst, src)
-        wp.copy(self.counter, counter)
+        wp.copy(out.done, done)
         if failed.any():
             for name in ("vel", "omg", "pval", "prate", "pforce", "jforce", "jtorque", "lvec", "ekin", "epot"):
                 a = getattr(out, name)

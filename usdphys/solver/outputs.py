@@ -87,6 +87,11 @@ class FrameOutput:
     ekin: wp.array2d(dtype=wp.float64)  # [frame, world]
     epot: wp.array2d(dtype=wp.float64)
     resid: wp.array2d(dtype=wp.float64)  # largest hard-row residual of the frame's steps
+    # [1] output frames written so far this run: the next launch writes frames done + 1 ...
+    # (here, not a parameter of advance_frames: a 1-D array among a CPU kernel's own parameters
+    # makes Warp build it twice, for contiguous and strided arrays; the step's cold CPU build
+    # took 85 s instead of 71)
+    done: wp.array(dtype=wp.int32)
     plan: OutputPlan
 
 
@@ -442,6 +447,7 @@ def make_output(layout: OutputLayout | None, bodies: int, motors: int, worlds: i
     out.ekin = wp.zeros((F, W) if world else (1, 1), dtype=wp.float64, device=device)
     out.epot = wp.zeros((F, W) if world else (1, 1), dtype=wp.float64, device=device)
     out.resid = wp.zeros((F, W) if world else (1, 1), dtype=wp.float64, device=device)
+    out.done = wp.zeros(1, dtype=wp.int32, device=device)
     if layout is not None:
         out.plan = layout.plan
     else:

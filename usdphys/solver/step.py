@@ -1230,7 +1230,7 @@ def check_world(m: ModelData, st: StateData, dg: Diagnostics, w: int, step: int)
 @wp.kernel
 def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
                    sc: Scratch, dg: Diagnostics, out: FrameOutput,
-                   counter: wp.array(dtype=wp.int32), n_frames: int, substeps: int, h: wp.float64,
+                   n_frames: int, substeps: int, h: wp.float64,
                    tol: wp.float64, t0: wp.float64, lookahead: int, w0: int):
     """Advance every world by n_frames output frames; write poses of frames f0+1 .. f0+n.
     Reads m, cm; updates st, rs, es, cs in place; sc is work space; writes dg and out.
@@ -1242,7 +1242,7 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
     w = wp.tid() + w0
     if dg.status[w] != 0:
         return
-    f0 = counter[0]
+    f0 = out.done[0]
     nf = n_frames
     if lookahead != 0:
         nf = 1
