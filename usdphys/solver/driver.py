@@ -175,15 +175,21 @@ class Solver:
         self.sc = io.make_scratch(self.dm, W, dev)
         self.dg = io.make_diagnostics(W, dev)
         self._started = False  # leapfrog start of the velocities done
+        self._projected = False  # the input pose projected onto the joints (the first run)
         self._overlaps_checked = False  # collider pairs checked in the assembled pose
         self._elements_started = False
         self._time = 0.0  # simulated time before the next run() (time functions)
+        # the time origin of the current step size, the step size, and the steps taken since: a
+        # step's time is origin + k dt, in one call or in many alike (not a rounded running sum)
+        self._clock = (0.0, None, 0)
         self._plain_out = None  # (frames, FrameOutput) of the last run that recorded poses only
 
     # ------------------------------------------------------------------
     def run(self, frames: int, substeps: int, dt: float,
             progress: Callable[[int, int], None] | None = None, record=None) -> SolverRun:
-        """Advance `frames` output frames of `substeps` steps of `dt` seconds each.
+        """Advance `frames` output frames of `substeps` steps of `dt` seconds each. The first call
+        projects the input pose onto the joints (frame 0); a later one goes on from where the last
+        ended (its frame 0 is that call's last frame): a run in several calls is the run in one.
 
         record: a usdphys.types.recording.RecordGroups (or its text, 'bodies,joints,...'):
         the quantities recorded besides poses (outputs.py); None records poses only."""
@@ -262,9 +268,18 @@ class Solver:
 
     def _run(self, out, layout, frames, substeps, dt, h, tol, progress, pool) -> SolverRun:
         W, B, dev = self.W, self.B, self.device
+        origin, clock_dt, k0 = self._clock
+        if clock_dt != dt or k0 + (frames + 1) * substeps >= 2**31:  # another step size (or int32 full)
+            origin, k0 = self._time, 0
+        t0 = wp.float64(origin)
+        # the first run projects the input pose onto the joints; a later one goes on from where
+        # the last one ended (already on them, to the tolerance), warm start and factor included
+        project = 0 if self._projected else 1
         self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out,
-                                         tol], pool)
-        self._report_assembly()
+                                         tol, project], pool)
+        if project:
+            self._report_assembly()
+            self._projected = True
         if not self._overlaps_checked:
             self._drop_assembled_overlaps()
             self._overlaps_checked = True
@@ -282,7 +297,7 @@ class Solver:
         while done < frames:
             n = min(chunk, frames - done)
             args = [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, n,
-                    substeps, h, tol, wp.float64(self._time), 0]
+                    substeps, h, tol, t0, k0, 0]
             if dev.is_cuda and n == chunk and frames // chunk >= 2:
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
@@ -301,17 +316,19 @@ class Solver:
             if progress is not None:
                 progress(done, frames)
         if out.derived:
-            self._look_ahead(out, frames, substeps, h, tol)
+            self._look_ahead(out, frames, substeps, h, tol, t0, k0)
         self._report_contact()
         pos = out.pos.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
         rot = out.rot.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
-        self._time += frames * substeps * dt
+        k1 = k0 + frames * substeps
+        self._clock = (origin, dt, k1)
+        self._time = origin + k1 * dt
         return SolverRun(pos=pos, rot=rot, max_constraint_error=self.dg.max_error.numpy().copy(),
                          motor_effort=out.eff.numpy()[:, :, :n_mot].copy(),
                          reduced_steps=self.dg.n_reduced.numpy().copy(),
                          outputs=outputs_mod.read_outputs(out, layout, B), layout=layout)
 
-    def _look_ahead(self, out, frames: int, substeps: int, h, tol) -> None:
+    def _look_ahead(self, out, frames: int, substeps: int, h, tol, t0, k0: int) -> None:
         """Complete the last frame's central velocities and forces (outputs.py) with one more
         step, then put every state, scratch and diagnostic array back as it was: the run ends
         where it ended, and a later run() continues from there. A look-ahead step that does not
@@ -320,7 +337,7 @@ class Solver:
         done = wp.clone(out.done)
         wp.launch(K.advance_frames, dim=self.W,
                   inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, 1,
-                          substeps, h, tol, wp.float64(self._time), 1, 0], device=self.device,
+                          substeps, h, tol, t0, k0, 1, 0], device=self.device,
                   block_dim=self.block_dim)
         failed = self.dg.status.numpy() != 0
         for dst, src in saved:

@@ -1231,10 +1231,12 @@ def check_world(m: ModelData, st: StateData, dg: Diagnostics, w: int, step: int)
 def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
                    sc: Scratch, dg: Diagnostics, out: FrameOutput,
                    n_frames: int, substeps: int, h: wp.float64,
-                   tol: wp.float64, t0: wp.float64, lookahead: int, w0: int):
+                   tol: wp.float64, t0: wp.float64, k0: int, lookahead: int, w0: int):
     """Advance every world by n_frames output frames; write poses of frames f0+1 .. f0+n.
     Reads m, cm; updates st, rs, es, cs in place; sc is work space; writes dg and out.
     Thread k runs world w0 + k (the driver may split the worlds into ranges, one per CPU thread).
+    A step's time is t0 + k h, k counted from t0 (k0 steps before this run's first frame), so a
+    run in several calls evaluates its time functions at the same times as one call.
 
     Recorded velocities and forces of a frame are central (outputs.py): they are written after
     the first step of the next frame. lookahead != 0: take only that step for frame f0 (the
@@ -1247,8 +1249,9 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
     if lookahead != 0:
         nf = 1
     for f in range(nf):
+        dg.frame_error[w] = wp.float64(0.0)
         for s in range(substeps):
-            t = t0 + wp.float64((f0 + f) * substeps + s) * h
+            t = t0 + wp.float64(k0 + (f0 + f) * substeps + s) * h
             if s == 0 and out.derived != 0:
                 save_prev(out, st.vel, st.omega, m.n_bodies, w)
             if advance_step(m, st, rs, es, sc, dg, cm, cs, w, t, h, tol) == 0:
@@ -1267,8 +1270,7 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
         for k in range(m.el.n_motors):  # motor efforts of the frame's last step
             out.eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / h
         if out.want_world != 0:
-            out.resid[f0 + f + 1, w] = dg.frame_error[w]
-        dg.frame_error[w] = wp.float64(0.0)
+            out.resid[f0 + f + 1, w] = dg.frame_error[w]  # kept: frame 0 of a later run (assemble_worlds)
 
 
 @wp.kernel
@@ -1278,18 +1280,21 @@ def bump_counter(counter: wp.array(dtype=wp.int32), n: int):
 
 @wp.kernel
 def assemble_worlds(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
-                    sc: Scratch, dg: Diagnostics, out: FrameOutput, tol: wp.float64, w0: int):
-    """Project the initial positions onto the hard constraints (velocities untouched); the
-    result is frame 0 of out. Reads m, cm; updates st, rs, es, cs in place; writes dg and out."""
+                    sc: Scratch, dg: Diagnostics, out: FrameOutput, tol: wp.float64, project: int, w0: int):
+    """Frame 0 of out. project != 0 (a Solver's first run): first project the initial positions
+    onto the hard constraints (velocities untouched). project = 0 (a later run, which goes on from
+    the state the last one left): frame 0 is that run's last frame, and nothing is stepped, so the
+    Newton warm start and the factor carry on (a run in ten calls is the run in one call).
+    Reads m, cm; updates st, rs, es, cs in place; writes dg and out."""
     w = wp.tid() + w0
-    dg.frame_error[w] = wp.float64(0.0)
-    step_world(m, st, rs, es, sc, dg, cm, cs, w, wp.float64(1.0), tol, 1)
+    if project != 0:
+        dg.frame_error[w] = wp.float64(0.0)
+        step_world(m, st, rs, es, sc, dg, cm, cs, w, wp.float64(1.0), tol, 1)
     for b in range(m.n_bodies):
         out.pos[0, w, b] = st.pos[w, b]
         out.rot[0, w, b] = st.rot[w, b]
     if out.want_world != 0:
         out.resid[0, w] = dg.frame_error[w]
-    dg.frame_error[w] = wp.float64(0.0)
 
 
 @wp.kernel
