@@ -124,7 +124,9 @@ def test_a_run_in_several_calls_is_the_run_in_one_call(fourbar_model):
         np.testing.assert_array_equal(b.outputs["residual"][0], a.outputs["residual"][-1])
     residual = np.concatenate([calls[0].outputs["residual"]] + [c.outputs["residual"][1:] for c in calls[1:]])
     np.testing.assert_array_equal(residual, one.outputs["residual"])
-    assert 0 < residual[1:].max() <= 1e-12  # the steps' own residuals, not a blank column
+    # the steps' own residuals, not a blank column: a step is committed within 1e3 x the Newton
+    # tolerance (step.ACCEPT_FACTOR; dropped dependent rows count in the recorded error)
+    assert 0 < residual[1:].max() <= 1e-9
 
 
 @pytest.fixture
