@@ -1,9 +1,11 @@
 """Host side of the solver: uploads a Model (io.py), launches the frame kernel, checks for blow-ups.
 
-Launch pattern: one `advance_frames` launch (plus a one-thread counter bump) per chunk of
-output frames; every world runs all its substeps inside the kernel. On CUDA the pair is
-captured once in a CUDA graph and replayed; on CPU the two launches are issued directly
-(a few launches per output frame at most, none per step, body or joint).
+Launch pattern: one `advance_frames` launch per chunk of output frames; every world runs all
+its substeps inside the kernel. The host passes each launch the frames written before it; on
+CUDA the launch and a one-thread counter bump are captured once in a CUDA graph and replayed,
+and the graph's launch reads that count from the device (a few launches per output frame at
+most, none per step, body or joint). A Solver's first run starts with `assemble_worlds` (the
+projection onto the joints); a later CPU run writes its frame 0 in its first frame launch.
 """
 from __future__ import annotations
 
@@ -275,8 +277,12 @@ class Solver:
         # the first run projects the input pose onto the joints; a later one goes on from where
         # the last one ended (already on them, to the tolerance), warm start and factor included
         project = 0 if self._projected else 1
-        self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out,
-                                         tol, project], pool)
+        first = 0  # 1: the first frame launch writes frame 0 (on the CPU, where no graph replays it)
+        if project or dev.is_cuda:
+            self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg,
+                                             out, tol, project], pool)
+        else:
+            first = 1
         if project:
             self._report_assembly()
             self._projected = True
@@ -297,24 +303,31 @@ class Solver:
         while done < frames:
             n = min(chunk, frames - done)
             args = [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, n,
-                    substeps, h, tol, t0, k0, 0]
+                    substeps, h, tol, t0, k0]
             if dev.is_cuda and n == chunk and frames // chunk >= 2:
+                # one recorded launch replayed for every chunk: the frame offset is counted on the device
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
-                        wp.launch(K.advance_frames, dim=W, inputs=args + [0], device=dev, block_dim=self.block_dim)
+                        wp.launch(K.advance_frames, dim=W, inputs=args + [-1, 0, 0, 0], device=dev,
+                                  block_dim=self.block_dim)
                         wp.launch(K.bump_counter, dim=1, inputs=[out.done, n], device=dev,
                                   block_dim=self.block_dim)
                     graph = cap.graph
                 wp.capture_launch(graph)
             else:
-                self._launch(K.advance_frames, args, pool)
-                wp.launch(K.bump_counter, dim=1, inputs=[out.done, n], device=dev, block_dim=self.block_dim)
+                self._launch(K.advance_frames, args + [done, first, 0], pool)
+                first = 0
+                if dev.is_cuda:  # a graph launched later in this run reads the count from the device
+                    wp.launch(K.bump_counter, dim=1, inputs=[out.done, n], device=dev, block_dim=self.block_dim)
             done += n
             status = self.dg.status.numpy()
             if status.any():
                 self._raise_blowup(status, dt)
             if progress is not None:
                 progress(done, frames)
+        if first:  # no frame launched (frames = 0): frame 0 alone
+            self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg,
+                                             out, tol, 0], pool)
         if out.derived:
             self._look_ahead(out, frames, substeps, h, tol, t0, k0)
         self._report_contact()
@@ -334,15 +347,13 @@ class Solver:
         where it ended, and a later run() continues from there. A look-ahead step that does not
         converge leaves that frame's velocity-level values NaN."""
         saved = _snapshot([self.st, self.rs, self.es, self.cs, self.sc, self.dg])
-        done = wp.clone(out.done)
         wp.launch(K.advance_frames, dim=self.W,
                   inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, 1,
-                          substeps, h, tol, t0, k0, 1, 0], device=self.device,
+                          substeps, h, tol, t0, k0, frames, 0, 1, 0], device=self.device,
                   block_dim=self.block_dim)
         failed = self.dg.status.numpy() != 0
         for dst, src in saved:
             wp.copy(dst, src)
-        wp.copy(out.done, done)
         if failed.any():
             for name in ("vel", "omg", "pval", "prate", "pforce", "jforce", "jtorque", "lvec", "ekin", "epot"):
                 a = getattr(out, name)

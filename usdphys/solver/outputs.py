@@ -87,10 +87,10 @@ class FrameOutput:
     ekin: wp.array2d(dtype=wp.float64)  # [frame, world]
     epot: wp.array2d(dtype=wp.float64)
     resid: wp.array2d(dtype=wp.float64)  # largest hard-row residual of the frame's steps
-    # [1] output frames written so far this run: the next launch writes frames done + 1 ...
-    # (here, not a parameter of advance_frames: a 1-D array among a CPU kernel's own parameters
-    # makes Warp build it twice, for contiguous and strided arrays; the step's cold CPU build
-    # took 85 s instead of 71)
+    # [1] output frames written so far this run, counted on the device for a CUDA graph's
+    # replays (bump_counter); other launches get the count from the host. Here, not a parameter
+    # of advance_frames: a 1-D array among a CPU kernel's own parameters makes Warp build it
+    # twice, for contiguous and strided arrays (the step's cold CPU build: 85 s instead of 71)
     done: wp.array(dtype=wp.int32)
     plan: OutputPlan
 
