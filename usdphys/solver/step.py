@@ -1241,16 +1241,16 @@ def write_first_frame(st: StateData, dg: Diagnostics, out: FrameOutput, nb: int,
 def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, es: ElementState, cs: ContactState,
                    sc: Scratch, dg: Diagnostics, out: FrameOutput,
                    n_frames: int, substeps: int, h: wp.float64,
-                   tol: wp.float64, t0: wp.float64, k0: int, done: int, first: int, lookahead: int, w0: int):
+                   tol: wp.float64, t0: wp.float64, k0: int, frames_before: int, first: int, lookahead: int, w0: int):
     """Advance every world by n_frames output frames; write poses of frames f0+1 .. f0+n.
     Reads m, cm; updates st, rs, es, cs in place; sc is work space; writes dg and out.
     Thread k runs world w0 + k (the driver may split the worlds into ranges, one per CPU thread).
     A step's time is t0 + k h, k counted from t0 (k0 steps before this run's first frame), so a
     run in several calls evaluates its time functions at the same times as one call.
-    done: the frames written before this launch (f0), from the host; -1 in a CUDA graph, which replays
-    one recorded launch and so counts them on the device (out.done, bump_counter). first != 0:
-    first write frame 0, the state the last run ended in (a run that projects nothing: the
-    host spares itself the assemble_worlds launch).
+    frames_before: the frames written before this launch (f0), from the host; -1 in a CUDA graph,
+    which replays one recorded launch and so counts them on the device (out.done, bump_counter).
+    first != 0: first write frame 0, the state the last run ended in (a run that projects
+    nothing: the host spares itself the assemble_worlds launch).
 
     Recorded velocities and forces of a frame are central (outputs.py): they are written after
     the first step of the next frame. lookahead != 0: take only that step for frame f0 (the
@@ -1260,7 +1260,7 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
         write_first_frame(st, dg, out, m.n_bodies, w)
     if dg.status[w] != 0:
         return
-    f0 = done
+    f0 = frames_before
     if f0 < 0:
         f0 = out.done[0]
     nf = n_frames
