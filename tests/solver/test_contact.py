@@ -304,23 +304,29 @@ def test_material_with_explicit_stiffness_is_compliant_in_an_nsc_scene():
 
 
 # ------------------------------------------------------------------------------ joints + contact
-@pytest.mark.parametrize("layout", ["world_major", "world_minor"])
-def test_a_contact_run_in_three_calls_is_the_run_in_one_call(layout):
-    """The bob below swings into the floor and bounces: contact state (manifolds, warm-started
-    impulses) and the recorded velocities and energies carry over from call to call as they do
-    from step to step, in both memory layouts (frame 0 of a later call is written by its first
-    frame launch)."""
-    L, r, hp = 1.0, 0.1, 0.8
+def bob_over_floor(L=1.0, r=0.1, hp=0.8):
+    """A revolute pendulum (pivot hp above the floor, arm L, bob radius r) released horizontally."""
     m = Model()
     m.gravity = np.array([0.0, 0.0, -G])
     b = m.add_body("/bob", 1.0, [0.4 * r * r] * 3, pos=[-L, 0, hp])
+    # revolute about y at the pivot (0, 0, hp): locked everything but rotY
     m.add_joint("/pivot", -1, b, pos0=[0, 0, hp], pos1=[L, 0, 0], locked=[True] * 4 + [False, True])
     m.shapes = table_from_specs([{"type": SHAPE_PLANE, **mat(0.8)},
                                  {"type": SHAPE_SPHERE, "body": b, "dims": (r, 0, 0), **mat(0.8)}])
+    return m
+
+
+@pytest.mark.parametrize("layout", ["world_major", "world_minor"])
+def test_a_contact_run_in_three_calls_is_the_run_in_one_call(layout):
+    """The bob swings into the floor and bounces: contact state (manifolds, warm-started
+    impulses) and the recorded velocities and energies carry over from call to call as they do
+    from step to step, in both memory layouts (frame 0 of a later call is written by its first
+    frame launch)."""
+    m = bob_over_floor()
     one = Solver(m, "cpu", layout=layout).run(600, 5, 1e-3, record="bodies,world")
     solver = Solver(m, "cpu", layout=layout)
     calls = [solver.run(200, 5, 1e-3, record="bodies,world") for _ in range(3)]
-    assert (one.pos[:, 0, 0, 2] < r + 1e-3).any()  # it reached the floor
+    assert (one.pos[:, 0, 0, 2] < 0.1 + 1e-3).any()  # it reached the floor
     np.testing.assert_array_equal(np.concatenate([calls[0].pos] + [c.pos[1:] for c in calls[1:]]), one.pos)
     for key in ("vel", "omega", "kinetic", "potential", "residual"):
         joined = np.concatenate([calls[0].outputs[key]] + [c.outputs[key][1:] for c in calls[1:]])
@@ -331,14 +337,7 @@ def test_pendulum_bob_comes_to_rest_on_the_floor():
     """A revolute pendulum (pivot 0.8 m above the floor, arm 1 m, bob radius 0.1 m) released
     horizontally swings down until its bob rests on the floor at cos(th) = (0.8 - 0.1) / 1."""
     L, r, hp = 1.0, 0.1, 0.8
-    m = Model()
-    m.gravity = np.array([0.0, 0.0, -G])
-    b = m.add_body("/bob", 1.0, [0.4 * r * r] * 3, pos=[-L, 0, hp])
-    # revolute about y at the pivot (0, 0, hp): locked everything but rotY
-    m.add_joint("/pivot", -1, b, pos0=[0, 0, hp], pos1=[L, 0, 0], locked=[True] * 4 + [False, True])
-    m.shapes = table_from_specs([{"type": SHAPE_PLANE, **mat(0.8)},
-                                 {"type": SHAPE_SPHERE, "body": b, "dims": (r, 0, 0), **mat(0.8)}])
-    run = Solver(m, "cpu").run(3000, 1, 1e-3)
+    run = Solver(bob_over_floor(L, r, hp), "cpu").run(3000, 1, 1e-3)
     x, z = run.pos[-1, 0, 0, 0], run.pos[-1, 0, 0, 2]
     th_c = math.acos((hp - r) / L)
     th = math.atan2(abs(x), hp - z)
