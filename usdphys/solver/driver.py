@@ -5,7 +5,7 @@ its substeps inside the kernel. The host passes each launch the frames written b
 CUDA the launch and a one-thread counter bump are captured once in a CUDA graph and replayed,
 and the graph's launch reads that count from the device (a few launches per output frame at
 most, none per step, body or joint). A Solver's first run starts with `assemble_worlds` (the
-projection onto the joints); a later CPU run writes its frame 0 in its first frame launch.
+projection onto the joints); a later run's first frame launch writes its frame 0.
 """
 from __future__ import annotations
 
@@ -180,11 +180,16 @@ class Solver:
         self._projected = False  # the input pose projected onto the joints (the first run)
         self._overlaps_checked = False  # collider pairs checked in the assembled pose
         self._elements_started = False
-        self._time = 0.0  # simulated time before the next run() (time functions)
         # the time origin of the current step size, the step size, and the steps taken since: a
         # step's time is origin + k dt, in one call or in many alike (not a rounded running sum)
         self._clock = (0.0, None, 0)
         self._plain_out = None  # (frames, FrameOutput) of the last run that recorded poses only
+
+    @property
+    def _time(self) -> float:
+        """Simulated time before the next run() (time functions)."""
+        origin, dt, k = self._clock
+        return origin if dt is None else origin + k * dt
 
     # ------------------------------------------------------------------
     def run(self, frames: int, substeps: int, dt: float,
@@ -277,13 +282,10 @@ class Solver:
         # the first run projects the input pose onto the joints; a later one goes on from where
         # the last one ended (already on them, to the tolerance), warm start and factor included
         project = 0 if self._projected else 1
-        first = 0  # 1: the first frame launch writes frame 0 (on the CPU, where no graph replays it)
-        if project or dev.is_cuda:
-            self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg,
-                                             out, tol, project], pool)
-        else:
-            first = 1
+        first = 1 - project  # a later run's frame 0 is written by its first frame launch
         if project:
+            self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg,
+                                             out, tol, 1], pool)
             self._report_assembly()
             self._projected = True
         if not self._overlaps_checked:
@@ -308,7 +310,7 @@ class Solver:
                 # one recorded launch replayed for every chunk: the frame offset is counted on the device
                 if graph is None:
                     with wp.ScopedCapture(device=dev) as cap:
-                        wp.launch(K.advance_frames, dim=W, inputs=args + [-1, 0, 0, 0], device=dev,
+                        wp.launch(K.advance_frames, dim=W, inputs=args + [-1, first, 0, 0], device=dev,
                                   block_dim=self.block_dim)
                         wp.launch(K.bump_counter, dim=1, inputs=[out.done, n], device=dev,
                                   block_dim=self.block_dim)
@@ -316,7 +318,6 @@ class Solver:
                 wp.capture_launch(graph)
             else:
                 self._launch(K.advance_frames, args + [done, first, 0], pool)
-                first = 0
                 if dev.is_cuda:  # a graph launched later in this run reads the count from the device
                     wp.launch(K.bump_counter, dim=1, inputs=[out.done, n], device=dev, block_dim=self.block_dim)
             done += n
@@ -325,7 +326,7 @@ class Solver:
                 self._raise_blowup(status, dt)
             if progress is not None:
                 progress(done, frames)
-        if first:  # no frame launched (frames = 0): frame 0 alone
+        if first and frames == 0:  # no frame launched: frame 0 alone
             self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg,
                                              out, tol, 0], pool)
         if out.derived:
@@ -333,9 +334,7 @@ class Solver:
         self._report_contact()
         pos = out.pos.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
         rot = out.rot.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
-        k1 = k0 + frames * substeps
-        self._clock = (origin, dt, k1)
-        self._time = origin + k1 * dt
+        self._clock = (origin, dt, k0 + frames * substeps)
         return SolverRun(pos=pos, rot=rot, max_constraint_error=self.dg.max_error.numpy().copy(),
                          motor_effort=out.eff.numpy()[:, :, :n_mot].copy(),
                          reduced_steps=self.dg.n_reduced.numpy().copy(),

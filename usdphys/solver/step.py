@@ -1249,20 +1249,21 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
     run in several calls evaluates its time functions at the same times as one call.
     frames_before: the frames written before this launch (f0), from the host; -1 in a CUDA graph,
     which replays one recorded launch and so counts them on the device (out.done, bump_counter).
-    first != 0: first write frame 0, the state the last run ended in (a run that projects
-    nothing: the host spares itself the assemble_worlds launch).
+    first != 0 (a run that projects nothing): the launch that starts at frame 0 first writes
+    frame 0, the state the last run ended in (one launch fewer than assemble_worlds; in a CUDA
+    graph only the first replay starts at frame 0).
 
     Recorded velocities and forces of a frame are central (outputs.py): they are written after
     the first step of the next frame. lookahead != 0: take only that step for frame f0 (the
     driver restores the state afterwards)."""
     w = wp.tid() + w0
-    if first != 0:
-        write_first_frame(st, dg, out, m.n_bodies, w)
-    if dg.status[w] != 0:
-        return
     f0 = frames_before
     if f0 < 0:
         f0 = out.done[0]
+    if first != 0 and f0 == 0:
+        write_first_frame(st, dg, out, m.n_bodies, w)
+    if dg.status[w] != 0:
+        return
     nf = n_frames
     if lookahead != 0:
         nf = 1
@@ -1288,7 +1289,7 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
         for k in range(m.el.n_motors):  # motor efforts of the frame's last step
             out.eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / h
         if out.want_world != 0:
-            out.resid[f0 + f + 1, w] = dg.frame_error[w]  # kept: frame 0 of a later run (assemble_worlds)
+            out.resid[f0 + f + 1, w] = dg.frame_error[w]  # kept: frame 0 of a later run
 
 
 @wp.kernel
