@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+import warp as wp
 from scipy.special import ellipk
 
 from sim_helpers import body, joint, stage
@@ -130,6 +131,35 @@ def test_a_run_in_several_calls_is_the_run_in_one_call(fourbar_model):
     # the steps' own residuals, not a blank column: a step is committed within 1e3 x the Newton
     # tolerance (step.ACCEPT_FACTOR; dropped dependent rows count in the recorded error)
     assert 0 < residual[1:].max() <= 1e-9
+
+
+def test_a_replayed_frame_launch_reads_what_a_new_launch_would(fourbar_model):
+    """On the CPU the driver records its frame launch once and replays it with each call's
+    numbers (packing ~250 array descriptors at every wp.launch was most of a short call's host
+    time). The replay must read the structs as they are at the call: an array replaced in a
+    struct after the first call (here gravity), another step size, one or two threads. Checked
+    bit for bit against the same calls through wp.launch; the new gravity must change the run."""
+    from usdphys.solver import step as K
+
+    model = fourbar_model.replicate(3)
+
+    def calls(solver, swap=True):
+        res = [solver.run(5, 4, 1e-3)]
+        if swap:
+            g = np.tile([[0.0, -3.0, -9.0]], (3, 1)) * [[1.0], [1.5], [0.5]]
+            solver.m.gravity = wp.array(g, dtype=wp.vec3d, device=solver.device)
+        res += [solver.run(5, 4, 1e-3), solver.run(3, 2, 5e-4), solver.run(1, 1, 1e-3)]
+        return np.concatenate([r.pos for r in res]), np.concatenate([r.max_constraint_error for r in res])
+
+    for threads in (1, 2):
+        replayed = Solver(model, "cpu", threads=threads)
+        launched = Solver(model, "cpu", threads=threads)
+        launched._launch_frames = lambda args, pool: launched._launch(K.advance_frames, args, pool)
+        pos, err = calls(replayed)
+        np.testing.assert_array_equal(pos, calls(launched)[0])
+        assert replayed._frames_cmds is not None and launched._frames_cmds is None
+        assert err.max() <= 1e-9
+        assert np.abs(pos - calls(Solver(model, "cpu", threads=threads), swap=False)[0]).max() > 1e-4
 
 
 @pytest.fixture

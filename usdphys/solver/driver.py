@@ -184,6 +184,10 @@ class Solver:
         # step's time is origin + k dt, in one call or in many alike (not a rounded running sum)
         self._clock = (0.0, None, 0)
         self._plain_out = None  # (frames, FrameOutput) of the last run that recorded poses only
+        # recorded advance_frames launches (CPU): (what they were recorded for, one per world
+        # range, the numbers last set in them)
+        self._frames_cmds = None
+        self._views, self._views_of = {}, None  # _host's NumPy views (CPU), and the output buffer they go with
 
     @property
     def _time(self) -> float:
@@ -267,10 +271,60 @@ class Solver:
         if pool is None:
             wp.launch(kernel, dim=W, inputs=args + [0], device=dev, block_dim=self.block_dim)
             return
-        bounds = np.linspace(0, W, self.threads + 1).round().astype(int)
-        jobs = [pool.submit(wp.launch, kernel, dim=int(b - a), inputs=args + [int(a)], device=dev)
-                for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        jobs = [pool.submit(wp.launch, kernel, dim=b - a, inputs=args + [a], device=dev)
+                for a, b in self._world_ranges(pool)]
         for job in jobs:
+            job.result()
+
+    def _world_ranges(self, pool) -> list[tuple[int, int]]:
+        """The contiguous world ranges launched at once, one per thread of the pool (all without)."""
+        if pool is None:
+            return [(0, self.W)]
+        bounds = np.linspace(0, self.W, self.threads + 1).round().astype(int)
+        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+    def _host(self, arr: wp.array) -> np.ndarray:
+        """arr as NumPy: on the CPU a view made once per output buffer (wp.array.numpy() builds a
+        new one at each call, ~9 us, a large share of a short call's host time); elsewhere a copy
+        from the device. The array is kept with its view, so its id names nothing else."""
+        if not self.device.is_cpu:
+            return arr.numpy()
+        hit = self._views.get(id(arr))
+        if hit is None or hit[0] is not arr:
+            hit = (arr, arr.numpy())
+            self._views[id(arr)] = hit
+        return hit[1]
+
+    def _launch_frames(self, args: list, pool) -> None:
+        """advance_frames over every world (args: its parameters before w0). On the CPU each
+        world range's launch is recorded once and replayed with this call's numbers: wp.launch
+        packs every parameter anew (~250 array descriptors, ~70 us), most of the host time of a
+        call of one step (a control loop). A recorded launch holds the structs' own ctypes
+        objects, which Warp updates in place when a field is assigned (cm.pairs after the overlap
+        check), so it reads what a new launch would; another output buffer or struct object is
+        recorded anew. A solver's user laws, so its variant of the step module, never change,
+        and the recorded launch keeps that variant's CPU executable loaded (Warp unloads one
+        only when nothing holds it) while solvers with other laws run between its calls."""
+        dev = self.device
+        if not dev.is_cpu:
+            self._launch(K.advance_frames, args, pool)
+            return
+        owners = args[:9]  # the structs and the output buffer
+        if self._frames_cmds is None or any(a is not b for a, b in zip(self._frames_cmds[0], owners)):
+            cmds = [wp.launch(K.advance_frames, dim=b - a, inputs=args + [a], device=dev, block_dim=self.block_dim,
+                              record_cmd=True) for a, b in self._world_ranges(pool)]
+            self._frames_cmds = (owners, cmds, [None] * len(args))
+        cmds, last = self._frames_cmds[1], self._frames_cmds[2]
+        for i in range(9, len(args)):  # the numbers of this launch that changed (w0 stays the range's)
+            if last[i] is None or last[i] != args[i]:  # != also for a NaN
+                for cmd in cmds:
+                    cmd.set_param_at_index(i, args[i])
+                last[i] = args[i]
+        if pool is None or len(cmds) == 1:
+            for cmd in cmds:
+                cmd.launch()
+            return
+        for job in [pool.submit(cmd.launch) for cmd in cmds]:
             job.result()
 
     def _run(self, out, layout, frames, substeps, dt, h, tol, progress, pool) -> SolverRun:
@@ -295,9 +349,13 @@ class Solver:
             self._launch(K.start_elements, [self.m, self.st, self.es, self.sc, h, wp.float64(self._time)], pool)
             self._elements_started = True
         n_mot = self.dm.motor_count
-        self.dg.max_error.zero_()
-        self.dg.n_reduced.zero_()
-        out.done.zero_()
+        if out is not self._views_of:  # NumPy views of the last output buffer and the diagnostics
+            self._views, self._views_of = {}, out
+        for a in (self.dg.max_error, self.dg.n_reduced, out.done):
+            if dev.is_cpu:
+                self._host(a).fill(0)  # through the view: zero_() costs a few us each
+            else:
+                a.zero_()
 
         chunk = max(1, min(frames, math.ceil(STEPS_PER_LAUNCH / max(1, substeps * W))))
         graph = None
@@ -317,11 +375,11 @@ class Solver:
                     graph = cap.graph
                 wp.capture_launch(graph)
             else:
-                self._launch(K.advance_frames, args + [done, first, 0], pool)
+                self._launch_frames(args + [done, first, 0], pool)
                 if dev.is_cuda:  # a graph launched later in this run reads the count from the device
                     wp.launch(K.bump_counter, dim=1, inputs=[out.done, n], device=dev, block_dim=self.block_dim)
             done += n
-            status = self.dg.status.numpy()
+            status = self._host(self.dg.status)
             if status.any():
                 self._raise_blowup(status, dt)
             if progress is not None:
@@ -332,12 +390,15 @@ class Solver:
         if out.derived:
             self._look_ahead(out, frames, substeps, h, tol, t0, k0)
         self._report_contact()
-        pos = out.pos.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
-        rot = out.rot.numpy()[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
+        pos = self._host(out.pos)[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
+        rot = self._host(out.rot)[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
         self._clock = (origin, dt, k0 + frames * substeps)
-        return SolverRun(pos=pos, rot=rot, max_constraint_error=self.dg.max_error.numpy().copy(),
-                         motor_effort=out.eff.numpy()[:, :, :n_mot].copy(),
-                         reduced_steps=self.dg.n_reduced.numpy().copy(),
+        if self._plain_out is None or out is not self._plain_out[1]:
+            # an output buffer that is not kept for the next run: nothing here keeps it alive
+            self._views, self._views_of, self._frames_cmds = {}, None, None
+        return SolverRun(pos=pos, rot=rot, max_constraint_error=self._host(self.dg.max_error).copy(),
+                         motor_effort=self._host(out.eff)[:, :, :n_mot].copy(),
+                         reduced_steps=self._host(self.dg.n_reduced).copy(),
                          outputs=outputs_mod.read_outputs(out, layout, B), layout=layout)
 
     def _look_ahead(self, out, frames: int, substeps: int, h, tol, t0, k0: int) -> None:
