@@ -154,7 +154,7 @@ def test_a_replayed_frame_launch_reads_what_a_new_launch_would(fourbar_model):
     for threads in (1, 2):
         replayed = Solver(model, "cpu", threads=threads)
         launched = Solver(model, "cpu", threads=threads)
-        launched._launch_frames = lambda args, pool: launched._launch(K.advance_frames, args, pool)
+        launched._launch_frames = lambda args: launched._launch(K.advance_frames, args)
         pos, err = calls(replayed)
         np.testing.assert_array_equal(pos, calls(launched)[0])
         assert replayed._frames_cmds is not None and launched._frames_cmds is None

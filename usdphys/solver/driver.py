@@ -9,9 +9,11 @@ projection onto the joints); a later run's first frame launch writes its frame 0
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
@@ -188,6 +190,7 @@ class Solver:
         # range, the numbers last set in them)
         self._frames_cmds = None
         self._views, self._views_of = {}, None  # _host's NumPy views (CPU), and the output buffer they go with
+        self._pool = None  # worker threads of _in_parallel, made at the first launch that needs them
 
     @property
     def _time(self) -> float:
@@ -239,18 +242,9 @@ class Solver:
             vel[:, :B] -= np.where(dyn[..., None], 0.5 * dt * self.dm.gravity[:, None, :], 0.0)
             self.st.vel.assign(vel)
             self._started = True
-        pool = None
-        if self.threads > 1:
-            # Warp's CPU launch runs its threads one after the other, but releases the GIL while
-            # it runs: launches of disjoint world ranges from a pool use every core. The module
-            # is loaded first so that no two threads compile it.
+        if self.threads > 1:  # loaded here, so that no two threads compile it (_in_parallel)
             wp.load_module(K, device=dev)
-            pool = ThreadPoolExecutor(self.threads, thread_name_prefix="usdphys-worlds")
-        try:
-            return self._run(out, layout, frames, substeps, dt, h, tol, progress, pool)
-        finally:
-            if pool is not None:
-                pool.shutdown()
+        return self._run(out, layout, frames, substeps, dt, h, tol, progress)
 
     def _output_buffers(self, frames: int, layout):
         """The frame buffers of a run. A run that records poses only reuses those of the last
@@ -264,24 +258,34 @@ class Solver:
             self._plain_out = (frames, out)
         return out
 
-    def _launch(self, kernel, args: list, pool) -> None:
-        """Launch `kernel` over every world; its last parameter is the first world of the launch.
-        With a pool: one launch per contiguous world range, all at once, waiting for all."""
-        W, dev = self.W, self.device
-        if pool is None:
-            wp.launch(kernel, dim=W, inputs=args + [0], device=dev, block_dim=self.block_dim)
-            return
-        jobs = [pool.submit(wp.launch, kernel, dim=b - a, inputs=args + [a], device=dev)
-                for a, b in self._world_ranges(pool)]
-        for job in jobs:
-            job.result()
+    def _launch(self, kernel, args: list) -> None:
+        """Launch `kernel` over every world, one launch per world range (_world_ranges) at once;
+        its last parameter is the first world of the launch."""
+        self._in_parallel([functools.partial(wp.launch, kernel, dim=b - a, inputs=args + [a], device=self.device,
+                                             block_dim=self.block_dim) for a, b in self._world_ranges()])
 
-    def _world_ranges(self, pool) -> list[tuple[int, int]]:
-        """The contiguous world ranges launched at once, one per thread of the pool (all without)."""
-        if pool is None:
-            return [(0, self.W)]
+    def _world_ranges(self) -> list[tuple[int, int]]:
+        """The contiguous world ranges launched at once, one per CPU thread (all worlds on CUDA)."""
         bounds = np.linspace(0, self.W, self.threads + 1).round().astype(int)
         return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+    def _in_parallel(self, calls: list) -> None:
+        """Run launches of disjoint world ranges at once: the first on this thread, the others on
+        the Solver's worker threads. Warp's CPU launch runs its threads one after the other but
+        releases the GIL while it runs, so this uses every core. The workers live as long as the
+        Solver: making them at every run() cost ~0.3 ms here, a step of 30 four-bars."""
+        if len(calls) == 1:
+            calls[0]()
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads - 1, thread_name_prefix="usdphys-worlds")
+            weakref.finalize(self, self._pool.shutdown, wait=False)
+        jobs = [self._pool.submit(call) for call in calls[1:]]
+        try:
+            calls[0]()
+        finally:
+            for job in jobs:
+                job.result()
 
     def _host(self, arr: wp.array) -> np.ndarray:
         """arr as NumPy: on the CPU a view made once per output buffer (wp.array.numpy() builds a
@@ -295,7 +299,7 @@ class Solver:
             self._views[id(arr)] = hit
         return hit[1]
 
-    def _launch_frames(self, args: list, pool) -> None:
+    def _launch_frames(self, args: list) -> None:
         """advance_frames over every world (args: its parameters before w0). On the CPU each
         world range's launch is recorded once and replayed with this call's numbers: wp.launch
         packs every parameter anew (~250 array descriptors, ~70 us), most of the host time of a
@@ -307,12 +311,12 @@ class Solver:
         only when nothing holds it) while solvers with other laws run between its calls."""
         dev = self.device
         if not dev.is_cpu:
-            self._launch(K.advance_frames, args, pool)
+            self._launch(K.advance_frames, args)
             return
         owners = args[:9]  # the structs and the output buffer
         if self._frames_cmds is None or any(a is not b for a, b in zip(self._frames_cmds[0], owners)):
             cmds = [wp.launch(K.advance_frames, dim=b - a, inputs=args + [a], device=dev, block_dim=self.block_dim,
-                              record_cmd=True) for a, b in self._world_ranges(pool)]
+                              record_cmd=True) for a, b in self._world_ranges()]
             self._frames_cmds = (owners, cmds, [None] * len(args))
         cmds, last = self._frames_cmds[1], self._frames_cmds[2]
         for i in range(9, len(args)):  # the numbers of this launch that changed (w0 stays the range's)
@@ -320,14 +324,9 @@ class Solver:
                 for cmd in cmds:
                     cmd.set_param_at_index(i, args[i])
                 last[i] = args[i]
-        if pool is None or len(cmds) == 1:
-            for cmd in cmds:
-                cmd.launch()
-            return
-        for job in [pool.submit(cmd.launch) for cmd in cmds]:
-            job.result()
+        self._in_parallel([cmd.launch for cmd in cmds])
 
-    def _run(self, out, layout, frames, substeps, dt, h, tol, progress, pool) -> SolverRun:
+    def _run(self, out, layout, frames, substeps, dt, h, tol, progress) -> SolverRun:
         W, B, dev = self.W, self.B, self.device
         origin, clock_dt, k0 = self._clock
         if clock_dt != dt or k0 + (frames + 1) * substeps >= 2**31:  # another step size (or int32 full)
@@ -339,14 +338,14 @@ class Solver:
         first = 1 - project  # a later run's frame 0 is written by its first frame launch
         if project:
             self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg,
-                                             out, tol, 1], pool)
+                                             out, tol, 1])
             self._report_assembly()
             self._projected = True
         if not self._overlaps_checked:
             self._drop_assembled_overlaps()
             self._overlaps_checked = True
         if not self._elements_started:  # leapfrog start of the element forces
-            self._launch(K.start_elements, [self.m, self.st, self.es, self.sc, h, wp.float64(self._time)], pool)
+            self._launch(K.start_elements, [self.m, self.st, self.es, self.sc, h, wp.float64(self._time)])
             self._elements_started = True
         n_mot = self.dm.motor_count
         if out is not self._views_of:  # NumPy views of the last output buffer and the diagnostics
@@ -375,7 +374,7 @@ class Solver:
                     graph = cap.graph
                 wp.capture_launch(graph)
             else:
-                self._launch_frames(args + [done, first, 0], pool)
+                self._launch_frames(args + [done, first, 0])
                 if dev.is_cuda:  # a graph launched later in this run reads the count from the device
                     wp.launch(K.bump_counter, dim=1, inputs=[out.done, n], device=dev, block_dim=self.block_dim)
             done += n
@@ -386,7 +385,7 @@ class Solver:
                 progress(done, frames)
         if first and frames == 0:  # no frame launched: frame 0 alone
             self._launch(K.assemble_worlds, [self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg,
-                                             out, tol, 0], pool)
+                                             out, tol, 0])
         if out.derived:
             self._look_ahead(out, frames, substeps, h, tol, t0, k0)
         self._report_contact()
