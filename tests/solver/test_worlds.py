@@ -112,17 +112,23 @@ def test_a_run_in_several_calls_is_the_run_in_one_call(fourbar_model):
     rng = np.random.default_rng(5)
     model.body_ang_vel = model.body_ang_vel + rng.normal(0, 0.5, model.body_ang_vel.shape) * [1, 1, 0]
     whole = Solver(model, "cpu", threads=1)
-    one = whole.run(60, 10, 1e-3, record="world")
+    one = whole.run(60, 10, 1e-3, record="all")
     parts = Solver(model, "cpu", threads=2)
-    calls = [parts.run(20, 10, 1e-3, record="world") for _ in range(3)]
+    # the later calls reuse the first one's output buffers and recording plan (_output_buffers)
+    calls = [parts.run(20, 10, 1e-3, record="all") for _ in range(3)]
     joined = np.concatenate([calls[0].pos] + [c.pos[1:] for c in calls[1:]])
     np.testing.assert_array_equal(joined, one.pos)
     np.testing.assert_array_equal(np.concatenate([calls[0].rot] + [c.rot[1:] for c in calls[1:]]), one.rot)
+    assert {"vel", "value", "force", "joint_force", "kinetic"} <= set(one.outputs)
+    for key, value in one.outputs.items():  # velocities, joint values and reactions, energies
+        joined = np.concatenate([calls[0].outputs[key]] + [c.outputs[key][1:] for c in calls[1:]])
+        np.testing.assert_array_equal(joined, value, err_msg=key)
     for name in ("updates", "factorisations"):
         np.testing.assert_array_equal(parts.newton_stats()[name], whole.newton_stats()[name])
     for a, b in zip(calls, calls[1:]):
         np.testing.assert_array_equal(b.pos[0], a.pos[-1])
-        np.testing.assert_array_equal(b.outputs["residual"][0], a.outputs["residual"][-1])
+        for key in one.outputs:
+            np.testing.assert_array_equal(b.outputs[key][0], a.outputs[key][-1], err_msg=key)
     empty = parts.run(0, 10, 1e-3, record="world")  # no frame: frame 0 alone, still where the run is
     np.testing.assert_array_equal(empty.pos[0], calls[-1].pos[-1])
     np.testing.assert_array_equal(empty.outputs["residual"][0], calls[-1].outputs["residual"][-1])

@@ -70,9 +70,9 @@ COMPILE_NOTICE_AFTER = 5.0
 # one core of the 2-core CI machine, 42 (four-bar) to 51 (chain of 30 rods) worlds break even
 # (docs/solver.md, "Measured on a GPU"); a cold CUDA start also compiles the step for minutes.
 GPU_WORLDS_PER_CORE = 64
-# A Solver keeps the frame buffers of its last poses-only run for the next one of as many frames
-# up to this many poses (frames x worlds x bodies; 56 bytes each): ~15 MB at most.
-REUSED_OUTPUT_POSES = 1 << 18
+# A Solver keeps the frame buffers of its last run for the next one of as many frames recording
+# the same quantities, up to this many bytes.
+REUSED_OUTPUT_BYTES = 16 << 20
 
 
 def cpu_cores() -> int:
@@ -185,11 +185,13 @@ class Solver:
         # the time origin of the current step size, the step size, and the steps taken since: a
         # step's time is origin + k dt, in one call or in many alike (not a rounded running sum)
         self._clock = (0.0, None, 0)
-        self._plain_out = None  # (frames, FrameOutput) of the last run that recorded poses only
+        self._kept_out = None  # (frames, OutputLayout or None, FrameOutput) of the last run (_output_buffers)
         # recorded advance_frames launches (CPU): (what they were recorded for, one per world
         # range, the numbers last set in them)
         self._frames_cmds = None
-        self._views, self._views_of = {}, None  # _host's NumPy views (CPU), and the output buffer they go with
+        # NumPy views (CPU, _host): of the Solver's own arrays, and of the output buffer _out_views_of
+        self._views, self._out_views, self._out_views_of = {}, {}, None
+        self._layout = None  # (groups, frame time, OutputLayout) of the last run that recorded outputs
         self._pool = None  # worker threads of _in_parallel, made at the first launch that needs them
 
     @property
@@ -211,7 +213,7 @@ class Solver:
 
         W, B, dev = self.W, self.B, self.device
         groups = RecordGroups.parse(record)
-        layout = outputs_mod.plan_outputs(self.model, self.elements, groups, substeps * dt, dev) if groups.any else None
+        layout = self._output_layout(groups, substeps * dt) if groups.any else None
         out = self._output_buffers(frames, layout)
         h = wp.float64(dt)
         tol = wp.float64(self.tol)
@@ -247,15 +249,25 @@ class Solver:
         return self._run(out, layout, frames, substeps, dt, h, tol, progress)
 
     def _output_buffers(self, frames: int, layout):
-        """The frame buffers of a run. A run that records poses only reuses those of the last
-        such run of as many frames when they are small: stepping in short calls (a control loop)
-        would otherwise spend most of its time allocating them. Every frame after 0 is written
-        in full and the results are copied out, so nothing of the last run shows."""
-        if layout is None and self._plain_out is not None and self._plain_out[0] == frames:
-            return self._plain_out[1]
+        """The frame buffers of a run. A run reuses those of the last run when that had as many
+        frames, recorded the same (the same OutputLayout, _output_layout) and they are small:
+        stepping in short calls (a control loop) would otherwise spend most of its time
+        allocating them (~1 ms with recorded quantities). A reused buffer is zeroed and its
+        flags reset as make_output leaves a new one; the results are copies."""
+        kept = self._kept_out
+        if kept is not None and kept[0] == frames and kept[1] is layout:
+            out = kept[2]
+            for a in _struct_arrays([out], nested=False):  # not out.plan: the layout's, read-only
+                if self.device.is_cpu:
+                    self._host(a, True).fill(0)  # through the view: zero_() costs a few us each
+                else:
+                    a.zero_()
+            out.start_exact = 0
+            return out
         out = io.make_output(self.dm, self.W, frames, self.device, layout)
-        if layout is None and (frames + 1) * self.W * max(self.B, 1) <= REUSED_OUTPUT_POSES:
-            self._plain_out = (frames, out)
+        self._out_views, self._out_views_of = {}, out
+        if sum(a.capacity for a in _struct_arrays([out], nested=False)) <= REUSED_OUTPUT_BYTES:
+            self._kept_out = (frames, layout, out)
         return out
 
     def _launch(self, kernel, args: list) -> None:
@@ -287,16 +299,27 @@ class Solver:
             for job in jobs:
                 job.result()
 
-    def _host(self, arr: wp.array) -> np.ndarray:
-        """arr as NumPy: on the CPU a view made once per output buffer (wp.array.numpy() builds a
-        new one at each call, ~9 us, a large share of a short call's host time); elsewhere a copy
-        from the device. The array is kept with its view, so its id names nothing else."""
+    def _output_layout(self, groups, frame_dt: float):
+        """The recording plan of a run (outputs.plan_outputs), kept for the next run that records
+        the same groups at the same frame time: planning and uploading it takes a few ms, as long
+        as many short calls."""
+        if self._layout is None or self._layout[0] != groups or self._layout[1] != frame_dt:
+            self._layout = (groups, frame_dt, outputs_mod.plan_outputs(self.model, self.elements, groups, frame_dt,
+                                                                       self.device))
+        return self._layout[2]
+
+    def _host(self, arr: wp.array, output: bool = False) -> np.ndarray:
+        """arr as NumPy: on the CPU a view made once (wp.array.numpy() builds a new one at each
+        call, ~9 us, a large share of a short call's host time); elsewhere a copy from the
+        device. output: arr belongs to the current output buffer, whose views go with it. The
+        array is kept with its view, so its id names nothing else."""
         if not self.device.is_cpu:
             return arr.numpy()
-        hit = self._views.get(id(arr))
+        views = self._out_views if output else self._views
+        hit = views.get(id(arr))
         if hit is None or hit[0] is not arr:
             hit = (arr, arr.numpy())
-            self._views[id(arr)] = hit
+            views[id(arr)] = hit
         return hit[1]
 
     def _launch_frames(self, args: list) -> None:
@@ -348,11 +371,9 @@ class Solver:
             self._launch(K.start_elements, [self.m, self.st, self.es, self.sc, h, wp.float64(self._time)])
             self._elements_started = True
         n_mot = self.dm.motor_count
-        if out is not self._views_of:  # NumPy views of the last output buffer and the diagnostics
-            self._views, self._views_of = {}, out
-        for a in (self.dg.max_error, self.dg.n_reduced, out.done):
+        for a in (self.dg.max_error, self.dg.n_reduced):
             if dev.is_cpu:
-                self._host(a).fill(0)  # through the view: zero_() costs a few us each
+                self._host(a).fill(0)
             else:
                 a.zero_()
 
@@ -389,30 +410,38 @@ class Solver:
         if out.derived:
             self._look_ahead(out, frames, substeps, h, tol, t0, k0)
         self._report_contact()
-        pos = self._host(out.pos)[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
-        rot = self._host(out.rot)[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
+        pos = self._host(out.pos, True)[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 3)
+        rot = self._host(out.rot, True)[:, :, :B].astype(np.float64).reshape(frames + 1, W, B, 4)
         self._clock = (origin, dt, k0 + frames * substeps)
-        if self._plain_out is None or out is not self._plain_out[1]:
+        result = SolverRun(pos=pos, rot=rot, max_constraint_error=self._host(self.dg.max_error).copy(),
+                           motor_effort=self._host(out.eff, True)[:, :, :n_mot].copy(),
+                           reduced_steps=self._host(self.dg.n_reduced).copy(),
+                           outputs=outputs_mod.read_outputs(out, layout, B), layout=layout)
+        if self._kept_out is None or out is not self._kept_out[2]:
             # an output buffer that is not kept for the next run: nothing here keeps it alive
-            self._views, self._views_of, self._frames_cmds = {}, None, None
-        return SolverRun(pos=pos, rot=rot, max_constraint_error=self._host(self.dg.max_error).copy(),
-                         motor_effort=self._host(out.eff)[:, :, :n_mot].copy(),
-                         reduced_steps=self._host(self.dg.n_reduced).copy(),
-                         outputs=outputs_mod.read_outputs(out, layout, B), layout=layout)
+            self._out_views, self._out_views_of, self._frames_cmds = {}, None, None
+        return result
 
     def _look_ahead(self, out, frames: int, substeps: int, h, tol, t0, k0: int) -> None:
         """Complete the last frame's central velocities and forces (outputs.py) with one more
         step, then put every state, scratch and diagnostic array back as it was: the run ends
         where it ended, and a later run() continues from there. A look-ahead step that does not
         converge leaves that frame's velocity-level values NaN."""
-        saved = _snapshot([self.st, self.rs, self.es, self.cs, self.sc, self.dg])
+        arrays = _struct_arrays([self.st, self.rs, self.es, self.cs, self.sc, self.dg])
+        if self.device.is_cpu:  # NumPy copies through kept views: wp.clone and wp.copy take ~25 us an array
+            saved = [(v, v.copy()) for v in map(self._host, arrays)]
+        else:
+            saved = [(a, wp.clone(a)) for a in arrays]
         wp.launch(K.advance_frames, dim=self.W,
                   inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, 1,
                           substeps, h, tol, t0, k0, frames, 0, 1, 0], device=self.device,
                   block_dim=self.block_dim)
-        failed = self.dg.status.numpy() != 0
+        failed = self._host(self.dg.status) != 0  # a new array: the status is put back below
         for dst, src in saved:
-            wp.copy(dst, src)
+            if self.device.is_cpu:
+                np.copyto(dst, src)
+            else:
+                wp.copy(dst, src)
         if failed.any():
             for name in ("vel", "omg", "pval", "prate", "pforce", "jforce", "jtorque", "lvec", "ekin", "epot"):
                 a = getattr(out, name)
@@ -566,14 +595,14 @@ class Solver:
         )
 
 
-def _snapshot(structs) -> list:
-    """(array, copy) for every Warp array in the given struct instances (nested ones too)."""
-    pairs = []
+def _struct_arrays(structs, nested: bool = True) -> list:
+    """Every Warp array in the given struct instances (and in the structs they hold, if nested)."""
+    arrays = []
     for s in structs:
         for name in s._cls.vars:
             v = getattr(s, name)
             if isinstance(v, wp.array):
-                pairs.append((v, wp.clone(v)))
-            elif hasattr(v, "_cls"):
-                pairs.extend(_snapshot([v]))
-    return pairs
+                arrays.append(v)
+            elif nested and hasattr(v, "_cls"):
+                arrays.extend(_struct_arrays([v]))
+    return arrays
