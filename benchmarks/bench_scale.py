@@ -1,7 +1,7 @@
 """Scale: one world of a hanging chain of N thin rods, usdphys vs MuJoCo (Euler, RK4) and Newton Featherstone.
 
     python benchmarks/bench_scale.py [--n 10 30 100 300] [--joint revolute|spherical] [--no-newton] [--clock cpu|wall]
-                                     [--repeat 3] [--steps-per-call K]
+                                     [--repeat 3] [--steps-per-call K] [--record GROUPS]
 
 The chain (benchmarks/chain.py): N rods of 10 cm, 1 kg, axial inertia 1e-6 of the transverse,
 revolute joints about y (or spherical), released straight at 45 deg from the vertical, dt = 1 ms,
@@ -18,7 +18,8 @@ free end's height (m) at the end of the run: the simulators integrate the same m
 NEWTON_BUDGET seconds per chain; where that ends the run early its rate is measured on the steps
 it did and its tip is not shown (nan). --steps-per-call K: usdphys advances in Solver.run calls
 of K steps (a control loop; each call's launches and result copies are counted), as MuJoCo does
-here anyway (one mj_step call from Python per step); Newton is unchanged.
+here anyway (one mj_step call from Python per step); Newton is unchanged. --record GROUPS:
+each usdphys call also records GROUPS (e.g. bodies: velocities, which MuJoCo has in qvel).
 
 MuJoCo builds the chain in MJCF (nested bodies, one hinge or ball joint each, the rods' inertia
 given explicitly, no geoms, so nothing collides). Newton runs in a worker process (importing
@@ -68,7 +69,7 @@ def _solver_bytes(solver) -> int:
     return sum(_struct_bytes(s) for s in (solver.st, solver.rs, solver.es, solver.cs, solver.sc, solver.dg))
 
 
-def bench_usdphys(n: int, joint: str, repeat: int = 1, per_call: int = 0):
+def bench_usdphys(n: int, joint: str, repeat: int = 1, per_call: int = 0, record=None):
     from usdphys.solver import Solver
 
     model = chain_model(n, joint)
@@ -82,7 +83,7 @@ def bench_usdphys(n: int, joint: str, repeat: int = 1, per_call: int = 0):
         worst = 0.0  # the largest joint residual of all calls
         t0 = CLOCK()
         for k in calls:
-            run = solver.run(1, k, DT)
+            run = solver.run(1, k, DT, record=record)
             worst = max(worst, float(run.max_constraint_error[0]))
         rate = max(rate, steps / (CLOCK() - t0))
     per_world = _solver_bytes(Solver(model.replicate(2), "cpu")) - _solver_bytes(solver)
@@ -213,17 +214,21 @@ def main(argv=None):
                     help="usdphys and MuJoCo: the best of this many runs (a shared machine's noise is ~10 %%)")
     ap.add_argument("--steps-per-call", type=int, default=0,
                     help="usdphys: steps per Solver.run call (default: all in one call)")
+    ap.add_argument("--record", default=None,
+                    help="usdphys: what each call records besides poses, e.g. 'bodies' (velocities, as MuJoCo's qvel)")
     args = ap.parse_args(argv)
     global CLOCK
     CLOCK = time.perf_counter if args.clock == "wall" else time.process_time
     calls = f"usdphys in calls of {args.steps_per_call} steps, " if args.steps_per_call > 0 else ""
+    calls += f"recording {args.record}, " if args.record else ""
     print(f"chain of N thin rods, {args.joint} joints, one world, CPU, dt {DT} s; {calls}steps/s ({args.clock} time) "
           f"[memory per world] (tip height m at the end)")
     print(f"{'N':>4} {'rows':>5} {'entries':>7} {'usdphys':>34} {'mujoco euler':>30} {'mujoco rk4':>30} "
           f"{'newton featherstone':>22}")
     base = None
     for n in args.n:
-        rate, mem, tip, err, fact, entries, rows = bench_usdphys(n, args.joint, args.repeat, args.steps_per_call)
+        rate, mem, tip, err, fact, entries, rows = bench_usdphys(n, args.joint, args.repeat, args.steps_per_call,
+                                                                   args.record)
         eu = bench_mujoco(n, args.joint, "Euler", args.repeat)
         rk = bench_mujoco(n, args.joint, "RK4", args.repeat)
         nw = "-"

@@ -192,6 +192,7 @@ class Solver:
         # NumPy views (CPU, _host): of the Solver's own arrays, and of the output buffer _out_views_of
         self._views, self._out_views, self._out_views_of = {}, {}, None
         self._layout = None  # (groups, frame time, OutputLayout) of the last run that recorded outputs
+        self._carried = None  # the state, scratch and diagnostic arrays (NumPy views on the CPU): _look_ahead
         self._pool = None  # worker threads of _in_parallel, made at the first launch that needs them
 
     @property
@@ -416,7 +417,8 @@ class Solver:
         result = SolverRun(pos=pos, rot=rot, max_constraint_error=self._host(self.dg.max_error).copy(),
                            motor_effort=self._host(out.eff, True)[:, :, :n_mot].copy(),
                            reduced_steps=self._host(self.dg.n_reduced).copy(),
-                           outputs=outputs_mod.read_outputs(out, layout, B), layout=layout)
+                           outputs=outputs_mod.read_outputs(out, layout, B, lambda a: self._host(a, True)),
+                           layout=layout)
         if self._kept_out is None or out is not self._kept_out[2]:
             # an output buffer that is not kept for the next run: nothing here keeps it alive
             self._out_views, self._out_views_of, self._frames_cmds = {}, None, None
@@ -427,11 +429,13 @@ class Solver:
         step, then put every state, scratch and diagnostic array back as it was: the run ends
         where it ended, and a later run() continues from there. A look-ahead step that does not
         converge leaves that frame's velocity-level values NaN."""
-        arrays = _struct_arrays([self.st, self.rs, self.es, self.cs, self.sc, self.dg])
+        if self._carried is None:  # made once by io.py, never replaced: listed (and viewed) once
+            arrays = _struct_arrays([self.st, self.rs, self.es, self.cs, self.sc, self.dg])
+            self._carried = [self._host(a) for a in arrays] if self.device.is_cpu else arrays
         if self.device.is_cpu:  # NumPy copies through kept views: wp.clone and wp.copy take ~25 us an array
-            saved = [(v, v.copy()) for v in map(self._host, arrays)]
+            saved = [(v, v.copy()) for v in self._carried]
         else:
-            saved = [(a, wp.clone(a)) for a in arrays]
+            saved = [(a, wp.clone(a)) for a in self._carried]
         wp.launch(K.advance_frames, dim=self.W,
                   inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, 1,
                           substeps, h, tol, t0, k0, frames, 0, 1, 0], device=self.device,

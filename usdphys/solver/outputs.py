@@ -477,22 +477,26 @@ def _empty_plan(device) -> OutputPlan:
     return pl
 
 
-def read_outputs(out: FrameOutput, layout: OutputLayout | None, bodies: int) -> dict[str, np.ndarray]:
-    """The recorded arrays as NumPy (frames + 1, worlds, ...), only those asked for."""
+def read_outputs(out: FrameOutput, layout: OutputLayout | None, bodies: int, host=None) -> dict[str, np.ndarray]:
+    """The recorded arrays as NumPy (frames + 1, worlds, ...), only those asked for, copied.
+    host(array) -> NumPy (None: array.numpy()); the driver passes its kept CPU views."""
     if layout is None or not layout.derived:
         return {}
+    if host is None:
+        def host(a):
+            return a.numpy()
     B = bodies
-    res = {"vel": out.vel.numpy()[:, :, :B].copy(), "omega": out.omg.numpy()[:, :, :B].copy()}
+    res = {"vel": host(out.vel)[:, :, :B].copy(), "omega": host(out.omg)[:, :, :B].copy()}
     n_p, n_j, n_l = len(layout.probes), len(layout.joint_paths), len(layout.load_paths)
     if n_p:
-        res.update(value=out.pval.numpy()[:, :, :n_p].copy(), rate=out.prate.numpy()[:, :, :n_p].copy(),
-                   force=out.pforce.numpy()[:, :, :n_p].copy(), limit=out.plim.numpy()[:, :, :n_p].copy())
+        res.update(value=host(out.pval)[:, :, :n_p].copy(), rate=host(out.prate)[:, :, :n_p].copy(),
+                   force=host(out.pforce)[:, :, :n_p].copy(), limit=host(out.plim)[:, :, :n_p].copy())
     if n_j:
-        res.update(joint_force=out.jforce.numpy()[:, :, :n_j].copy(), joint_torque=out.jtorque.numpy()[:, :, :n_j].copy())
+        res.update(joint_force=host(out.jforce)[:, :, :n_j].copy(), joint_torque=host(out.jtorque)[:, :, :n_j].copy())
     if n_l:
-        res.update(load=out.lvec.numpy()[:, :, :n_l].copy())
+        res.update(load=host(out.lvec)[:, :, :n_l].copy())
     if layout.groups.world:
-        res.update(kinetic=out.ekin.numpy().copy(), potential=out.epot.numpy().copy(), residual=out.resid.numpy().copy())
+        res.update(kinetic=host(out.ekin).copy(), potential=host(out.epot).copy(), residual=host(out.resid).copy())
     return res
 
 
