@@ -185,7 +185,9 @@ class Solver:
         # the time origin of the current step size, the step size, and the steps taken since: a
         # step's time is origin + k dt, in one call or in many alike (not a rounded running sum)
         self._clock = (0.0, None, 0)
-        self._kept_out = None  # (frames, OutputLayout or None, FrameOutput) of the last run (_output_buffers)
+        # (frames, OutputLayout or None, FrameOutput, its arrays or their NumPy views) of the last
+        # run, for the next (_output_buffers)
+        self._kept_out = None
         # recorded advance_frames launches (CPU): (what they were recorded for, one per world
         # range, the numbers last set in them)
         self._frames_cmds = None
@@ -258,17 +260,20 @@ class Solver:
         kept = self._kept_out
         if kept is not None and kept[0] == frames and kept[1] is layout:
             out = kept[2]
-            for a in _struct_arrays([out], nested=False):  # not out.plan: the layout's, read-only
+            for a in kept[3]:  # NumPy views on the CPU: zero_() costs a few us each
                 if self.device.is_cpu:
-                    self._host(a, True).fill(0)  # through the view: zero_() costs a few us each
+                    a.fill(0)
                 else:
                     a.zero_()
             out.start_exact = 0
             return out
         out = io.make_output(self.dm, self.W, frames, self.device, layout)
         self._out_views, self._out_views_of = {}, out
-        if sum(a.capacity for a in _struct_arrays([out], nested=False)) <= REUSED_OUTPUT_BYTES:
-            self._kept_out = (frames, layout, out)
+        arrays = _struct_arrays([out], nested=False)  # not out.plan: the layout's, read-only
+        if sum(a.capacity for a in arrays) <= REUSED_OUTPUT_BYTES:
+            if self.device.is_cpu:
+                arrays = [self._host(a, True) for a in arrays]
+            self._kept_out = (frames, layout, out, arrays)
         return out
 
     def _launch(self, kernel, args: list) -> None:
