@@ -441,16 +441,12 @@ class Solver:
             saved = [(v, v.copy()) for v in self._carried]
         else:
             saved = [(a, wp.clone(a)) for a in self._carried]
-        wp.launch(K.advance_frames, dim=self.W,
-                  inputs=[self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, 1,
-                          substeps, h, tol, t0, k0, frames, 0, 1, 0], device=self.device,
-                  block_dim=self.block_dim)
+        self._launch_frames([self.m, self.cm, self.st, self.rs, self.es, self.cs, self.sc, self.dg, out, 1,
+                             substeps, h, tol, t0, k0, frames, 0, 1])
         failed = self._host(self.dg.status) != 0  # a new array: the status is put back below
+        put_back = np.copyto if self.device.is_cpu else wp.copy
         for dst, src in saved:
-            if self.device.is_cpu:
-                np.copyto(dst, src)
-            else:
-                wp.copy(dst, src)
+            put_back(dst, src)
         if failed.any():
             for name in ("vel", "omg", "pval", "prate", "pforce", "jforce", "jtorque", "lvec", "ekin", "epot"):
                 a = getattr(out, name)
