@@ -17,7 +17,7 @@ free end's height (m) at the end of the run: the simulators integrate the same m
 (MuJoCo Euler is first order, so it differs the most). Newton is stepped for at most
 NEWTON_BUDGET seconds per chain; where that ends the run early its rate is measured on the steps
 it did and its tip is not shown (nan). --steps-per-call K: usdphys advances in Solver.run calls
-of K steps (a control loop; each call's launches and result copies are counted), as MuJoCo does
+of K steps (a loop of short calls; each call's launches and result copies are counted), as MuJoCo does
 here anyway (one mj_step call from Python per step); Newton is unchanged. --record GROUPS:
 each usdphys call also records GROUPS (e.g. bodies: velocities, which MuJoCo has in qvel).
 

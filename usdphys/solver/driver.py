@@ -254,7 +254,7 @@ class Solver:
     def _output_buffers(self, frames: int, layout):
         """The frame buffers of a run. A run reuses those of the last run when that had as many
         frames, recorded the same (the same OutputLayout, _output_layout) and they are small:
-        stepping in short calls (a control loop) would otherwise spend most of its time
+        stepping in short calls (a loop of a few steps a call) would otherwise spend most of its time
         allocating them (~1 ms with recorded quantities). A reused buffer is zeroed and its
         flags reset as make_output leaves a new one; the results are copies."""
         kept = self._kept_out
@@ -332,7 +332,7 @@ class Solver:
         """advance_frames over every world (args: its parameters before w0). On the CPU each
         world range's launch is recorded once and replayed with this call's numbers: wp.launch
         packs every parameter anew (~250 array descriptors, ~70 us), most of the host time of a
-        call of one step (a control loop). A recorded launch holds the structs' own ctypes
+        call of one step. A recorded launch holds the structs' own ctypes
         objects, which Warp updates in place when a field is assigned (cm.pairs after the overlap
         check), so it reads what a new launch would; another output buffer or struct object is
         recorded anew. A solver's user laws, so its variant of the step module, never change,
