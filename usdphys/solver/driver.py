@@ -185,14 +185,14 @@ class Solver:
         # the time origin of the current step size, the step size, and the steps taken since: a
         # step's time is origin + k dt, in one call or in many alike (not a rounded running sum)
         self._clock = (0.0, None, 0)
-        # (frames, OutputLayout or None, FrameOutput, its arrays or their NumPy views) of the last
-        # run, for the next (_output_buffers)
+        # (frames, OutputLayout or None, FrameOutput) of the last run when small, for the next
+        # (_output_buffers)
         self._kept_out = None
         # recorded advance_frames launches (CPU): (what they were recorded for, one per world
         # range, the numbers last set in them)
         self._frames_cmds = None
-        # NumPy views (CPU, _host): of the Solver's own arrays, and of the output buffer _out_views_of
-        self._views, self._out_views, self._out_views_of = {}, {}, None
+        # NumPy views (CPU, _host): of the Solver's own arrays, and of the current output buffer's
+        self._views, self._out_views = {}, {}
         self._layout = None  # (groups, frame time, OutputLayout) of the last run that recorded outputs
         self._carried = None  # the state, scratch and diagnostic arrays (NumPy views on the CPU): _look_ahead
         self._pool = None  # worker threads of _in_parallel, made at the first launch that needs them
@@ -260,21 +260,27 @@ class Solver:
         kept = self._kept_out
         if kept is not None and kept[0] == frames and kept[1] is layout:
             out = kept[2]
-            for a in kept[3]:  # NumPy views on the CPU: zero_() costs a few us each
-                if self.device.is_cpu:
-                    a.fill(0)
-                else:
+            if self.device.is_cpu:  # the views of all its own arrays, made with it
+                for _, view in self._out_views.values():
+                    view.fill(0)
+            else:
+                for a in _struct_arrays([out], nested=False):
                     a.zero_()
             out.start_exact = 0
             return out
         out = io.make_output(self.dm, self.W, frames, self.device, layout)
-        self._out_views, self._out_views_of = {}, out
-        arrays = _struct_arrays([out], nested=False)  # not out.plan: the layout's, read-only
-        if sum(a.capacity for a in arrays) <= REUSED_OUTPUT_BYTES:
-            if self.device.is_cpu:
-                arrays = [self._host(a, True) for a in arrays]
-            self._kept_out = (frames, layout, out, arrays)
+        own = _struct_arrays([out], nested=False)  # not out.plan: the layout's, read-only
+        self._out_views = {id(a): (a, a.numpy()) for a in own} if self.device.is_cpu else {}
+        self._kept_out = (frames, layout, out) if sum(a.capacity for a in own) <= REUSED_OUTPUT_BYTES else None
         return out
+
+    def _zero(self, arr: wp.array) -> None:
+        """arr = 0 for one of the Solver's own arrays; on the CPU through its kept NumPy view
+        (_host): zero_() costs a few us each."""
+        if self.device.is_cpu:
+            self._host(arr).fill(0)
+        else:
+            arr.zero_()
 
     def _launch(self, kernel, args: list) -> None:
         """Launch `kernel` over every world, one launch per world range (_world_ranges) at once;
@@ -377,11 +383,8 @@ class Solver:
             self._launch(K.start_elements, [self.m, self.st, self.es, self.sc, h, wp.float64(self._time)])
             self._elements_started = True
         n_mot = self.dm.motor_count
-        for a in (self.dg.max_error, self.dg.n_reduced):
-            if dev.is_cpu:
-                self._host(a).fill(0)
-            else:
-                a.zero_()
+        self._zero(self.dg.max_error)
+        self._zero(self.dg.n_reduced)
 
         chunk = max(1, min(frames, math.ceil(STEPS_PER_LAUNCH / max(1, substeps * W))))
         graph = None
@@ -424,9 +427,9 @@ class Solver:
                            reduced_steps=self._host(self.dg.n_reduced).copy(),
                            outputs=outputs_mod.read_outputs(out, layout, B, lambda a: self._host(a, True)),
                            layout=layout)
-        if self._kept_out is None or out is not self._kept_out[2]:
+        if self._kept_out is None:
             # an output buffer that is not kept for the next run: nothing here keeps it alive
-            self._out_views, self._out_views_of, self._frames_cmds = {}, None, None
+            self._out_views, self._frames_cmds = {}, None
         return result
 
     def _look_ahead(self, out, frames: int, substeps: int, h, tol, t0, k0: int) -> None:

@@ -1312,7 +1312,6 @@ def assemble_worlds(m: ModelData, cm: ContactModel, st: StateData, rs: RowState,
     write_first_frame(st, dg, out, m.n_bodies, w)
 
 
-
 @wp.kernel
 def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h: wp.float64, t0: wp.float64,
                    w0: int):
