@@ -239,7 +239,7 @@ class Scratch:
     dlam: wp.array2d(dtype=wp.float64)  # [world, row] impulse changes of an active-set change
     dres: wp.array2d(dtype=wp.float64)  # [world, row] A dlam
     dstep: wp.array2d(dtype=wp.float64)  # [world, row] the last Newton update (line search)
-    fprev: wp.array2d(dtype=wp.float64)  # [world, row] the last update before acceleration
+    fprev: wp.array2d(dtype=wp.float64)  # [world, row] the last plain update f (secant_weight)
 
 
 @wp.struct
@@ -780,7 +780,8 @@ def secant_weight(m: ModelData, sc: Scratch, w: int) -> wp.float64:
     Through a factor of an earlier step (or the SHAKE Jacobian of the step start) each update
     shrinks the error by a fixed iteration matrix T; along one of T's directions, of rate rho,
     gamma = rho / (rho - 1) lands on the solution. On a long chain the rates spread over
-    0.05-0.4, and the update after the first cuts the residual ~2x more with it. A gamma
+    0.05-0.4; with the secant step chain-300 takes 2.4 updates a step instead of 3.0 (and 0.20
+    factorisations instead of 0.76: fewer updates shrink too slowly through an old factor). A gamma
     outside [SECANT_MIN, SECANT_MAX] (T's rate above 0.8, or an update that grew: not the linear
     regime) is not used: 0, the plain update."""
     num = wp.float64(0.0)
