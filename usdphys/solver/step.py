@@ -85,9 +85,9 @@ SLOW_GAIN = wp.constant(wp.float64(0.9))
 # changes by O(h |w|) per step, so the last factorisation still contracts the residual fast; it
 # is rebuilt every REFACTOR_EVERY steps, or as soon as one update shrinks the residual by less
 # than REFACTOR_RATE (0.3 rather than 0.1: a chain of 100 rods then takes 3.4 updates and 0.54
-# factorisations per step instead of 3.1 and 0.89, 10 % less time). Only the iteration matrix
-# is old: the impulse directions G, the residual g(x+) and the 1e-12 stopping test are this
-# step's, so the converged step is the same.
+# factorisations per step instead of 3.1 and 0.89, 10 % less time; measured before solve_rows's
+# secant step). Only the iteration matrix is old: the impulse directions G, the residual g(x+)
+# and the 1e-12 stopping test are this step's, so the converged step is the same.
 REFACTOR_EVERY = wp.constant(8)
 REFACTOR_RATE = wp.constant(wp.float64(0.3))
 # The secant (Anderson) acceleration's weight: gamma = rho / (rho - 1) for an iteration rate rho,
@@ -780,8 +780,8 @@ def secant_weight(m: ModelData, sc: Scratch, w: int) -> wp.float64:
     Through a factor of an earlier step (or the SHAKE Jacobian of the step start) each update
     shrinks the error by a fixed iteration matrix T; along one of T's directions, of rate rho,
     gamma = rho / (rho - 1) lands on the solution. On a long chain the rates spread over
-    0.05-0.4; with the secant step chain-300 takes 2.4 updates a step instead of 3.0 (and 0.20
-    factorisations instead of 0.76: fewer updates shrink too slowly through an old factor). A gamma
+    0.05-0.4; with the secant step chain-300 takes 2.4 updates a step instead of 3.0, and 0.20
+    factorisations instead of 0.76 (fewer updates shrink by less than REFACTOR_RATE). A gamma
     outside [SECANT_MIN, SECANT_MAX] (T's rate above 0.8, or an update that grew: not the linear
     regime) is not used: 0, the plain update."""
     num = wp.float64(0.0)
