@@ -9,6 +9,7 @@ projection onto the joints); a later run's first frame launch writes its frame 0
 """
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import os
@@ -457,6 +458,32 @@ class Solver:
                     v = a.numpy()
                     v[frames, failed] = np.nan
                     a.assign(v)
+
+    def set_parameter(self, name: str, values, index=None) -> None:
+        """Change a per-world parameter (usdphys.types.params.PARAMETERS) from the next run() on,
+        as Model.set_parameter takes it (values per world or for every world; index an entry).
+        Between short calls this is how a loop acts on the worlds it steps: drive targets and
+        gains, gravity, masses, springs, friction. The run goes on from where it ended, with its
+        state, clock and warm start; only the values change. Called before the first run, the
+        run is the run of a Solver made from a model with that value.
+
+        Structure is fixed as for Model.set_parameter: a value that would add or remove a limit,
+        drive or spring is refused (UsdphysError) and nothing changes. A drive value (target,
+        gain, bound) is written into its rows directly (solver.drive_map); another row parameter
+        (limits, springs, joint friction) costs one build of the row table per distinct world
+        (io.per_world_rows, ~1 ms each); a body parameter makes the next step factorise afresh
+        (a kept factor was of the old masses)."""
+        from usdphys.types import params
+
+        model = copy.copy(self.model)  # the caller's Model stays as it was
+        model.world_parameters = dict(self.model.world_parameters)
+        params.set_parameter(model, name, values, index)
+        group = io.parameter_group(name)
+        arrays = io.parameter_arrays(self.dm, model, (group,), changed=name)  # raises before anything is replaced
+        io.put_parameter_arrays(self.dm, arrays, self.device, self.W)
+        self.model = model
+        if group == "bodies":
+            self.sc.fage.fill_(-1)
 
     def state(self):
         """Current COM-frame state as numpy: pos, rot (xyzw), vel (half-step), omega; each (W, B, k)."""

@@ -31,6 +31,7 @@ from usdphys.errors import UsdphysError
 from usdphys.solver import forces, outputs
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
+from usdphys.solver.drive_map import DRIVE_COLUMNS, drive_columns, verified_drive_map
 from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
@@ -63,6 +64,9 @@ class DeviceModel:
     row_count: int
     pattern: RowPattern  # the row system's elimination order and factor pattern (host copy)
     user_laws: tuple = ()  # Warp functions compiled into the kernels (forces.install_user_laws)
+    law_names: dict = field(default_factory=dict)  # user law name -> index (user_law_table)
+    row_columns: dict | None = None  # the row value columns in use, (Wv, R) each (per_world_rows)
+    drive_map: object = None  # drive_map.DriveMap once verified, False where it cannot be used, None: not yet
     gravity: np.ndarray = field(default=None)  # (W, 3) each world's gravity
     layout: str = "world_major"  # of the per-world arrays (world_array)
 
@@ -280,28 +284,9 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     R = rows.count
     Rn = max(R, 1)
     Bn = max(B, 1)
-
-    def per_world(values, dtype, n, width=0):
-        """(Wv, k, ...) -> [world, max(k, 1)] Warp array (entries padded: Warp arrays are never empty)."""
-        v = np.asarray(values)
-        if v.shape[1] == 0:
-            v = np.zeros((v.shape[0], n) + ((width,) if width else ()), v.dtype)
-        return world_array(v, dtype, dev, W, layout)
-
     m = K.ModelData()
     m.n_bodies = B
     m.n_rows = R
-    gravity = _per_world(model, "gravity")  # (Wv, 3)
-    m.gravity = world_array(gravity, wp.vec3d, dev, W, layout)
-    dyn = ~np.asarray(model.body_kinematic, bool)
-    mass = _per_world(model, "body.mass")  # (Wv, B)
-    inertia = _per_world(model, "body.inertia")  # (Wv, B, 3)
-    live = dyn[None] & (mass > 0)
-    inv_mass = np.where(live, 1.0 / np.where(mass > 0, mass, 1.0), 0.0)
-    inv_inertia = np.where(live[..., None] & (inertia > 0), 1.0 / np.where(inertia > 0, inertia, 1.0), 0.0)
-    m.inv_mass = per_world(inv_mass, wp.float64, Bn)
-    m.inertia = per_world(np.where(inertia > 0, inertia, 1.0), wp.vec3d, Bn, 3)
-    m.inv_inertia = per_world(inv_inertia, wp.vec3d, Bn, 3)
     m.row_kind = _arr(_pad(rows.kind, Rn, 0), wp.int32, dev)
     m.row_axis = _arr(_pad(rows.axis, Rn, 0), wp.int32, dev)
     m.row_mode = _arr(_pad(rows.mode, Rn, 0), wp.int32, dev)
@@ -319,37 +304,125 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.row_q1 = _arr(_pad(rows.q1, Rn, 4), wp.quatd, dev)
     m.row_accel = _arr(_pad(rows.accel, Rn, 0), wp.int32, dev)
     m.row_frame = _arr(_pad(row_frame_runs(rows), Rn, 0), wp.int32, dev)
-    cols = per_world_rows(model, rows, elements, law_names)
-    m.row_value = per_world(cols["value"], wp.float64, Rn)
-    m.row_k = per_world(cols["stiffness"], wp.float64, Rn)
-    m.row_c = per_world(cols["damping"], wp.float64, Rn)
-    m.row_tv = per_world(cols["target_vel"], wp.float64, Rn)
-    m.row_fmax = per_world(np.minimum(cols["max_force"], 1e300), wp.float64, Rn)
-    m.row_lo = per_world(cols["lo"], wp.float64, Rn)
-    m.row_hi = per_world(cols["hi"], wp.float64, Rn)
     m.geo_ang = wp.float64(1.0 / lever_length(rows) ** 2)
     m.el = forces.element_data(elements, dev)
-    m.el.fstatic = per_world(cols["fstatic"], wp.float64, Rn)
-    m.el.fdynamic = per_world(cols["fdynamic"], wp.float64, Rn)
     m.has_elements = int(forces.has_elements(elements))
     # contact: shapes, candidate pairs, materials (per world when a study varies them)
     cm, contact_info = put_contact_model(model, dev, contact)
     if R == 0:
         cm.n_dense = 0  # no joints: the contact sweep alone is exact
-    for attr, name in (("mu_s", "shape.static_friction"), ("mu_d", "shape.dynamic_friction"),
-                       ("rest", "shape.restitution")):
-        vals = getattr(cm, attr).numpy()  # (1, S): the shapes' own values
-        if cm.n_pairs and name in model.world_parameters:
-            vals = _per_world(model, name)
-        setattr(cm, attr, world_array(vals, wp.float64, dev, W, layout))
+    dm = DeviceModel(data=m, contact=cm, rows=rows, elements=elements, contact_info=contact_info,
+                     inv_mass=np.zeros(Bn), body_count=B, row_count=R, pattern=pattern,
+                     user_laws=user_laws, law_names=law_names, layout=layout)
+    materials = {attr: getattr(cm, attr).numpy() for attr, _ in _MATERIAL_FIELDS}  # (1, S): the shapes' own
+    arrays = parameter_arrays(dm, model, PARAMETER_GROUPS, materials)
+    put_parameter_arrays(dm, arrays, dev, W)
     # modified Newton across steps (step.py, REFACTOR_EVERY) and extrapolated impulses: only when A cannot change by
     # more than the motion does, i.e. all rows are equal rows (no drives, limits, elements'
     # law / friction rows, whose diagonals or active sets change) and nothing collides
     m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and cm.n_pairs == 0)
-    return DeviceModel(data=m, contact=cm, rows=rows, elements=elements, contact_info=contact_info,
-                       inv_mass=_pad(inv_mass[0], Bn, 0), body_count=B, row_count=R, pattern=pattern,
-                       user_laws=user_laws, gravity=np.broadcast_to(gravity, (W, 3)).copy(),
-                       layout=layout)
+    return dm
+
+
+# The per-world arrays each group of parameters feeds (put_parameter_arrays).
+PARAMETER_GROUPS = ("gravity", "bodies", "rows", "materials")
+_MATERIAL_FIELDS = (("mu_s", "shape.static_friction"), ("mu_d", "shape.dynamic_friction"),
+                    ("rest", "shape.restitution"))
+
+
+def parameter_group(name: str) -> str:
+    """The group of arrays parameter `name` (usdphys.types.params.PARAMETERS) feeds."""
+    if name == "gravity":
+        return "gravity"
+    if name.startswith("body."):
+        return "bodies"
+    if name in ROW_PARAMETERS:
+        return "rows"
+    return "materials"
+
+
+def parameter_arrays(dm: DeviceModel, model: Model, groups, materials=None, changed: str | None = None) -> dict:
+    """Host values ((Wv, ...) each) of the per-world arrays that the parameter `groups` feed, as
+    `model` sets them; dm: the solver's model, whose mechanism `model` must share. Computed
+    before anything is uploaded, so a refused value (a variant that changes which limits,
+    drives or springs exist) leaves the solver as it was. materials: the shapes' own values
+    ({attr: (1, S)}) when `model` varies none. changed: the one parameter that differs from the
+    arrays in use (Solver.set_parameter); a drive value is then written into its rows directly
+    (drive_map) instead of rebuilding every world's row table."""
+    out = {}
+    if "gravity" in groups:
+        out["gravity"] = _per_world(model, "gravity")  # (Wv, 3)
+    if "bodies" in groups:
+        dyn = ~np.asarray(model.body_kinematic, bool)
+        mass = _per_world(model, "body.mass")  # (Wv, B)
+        inertia = _per_world(model, "body.inertia")  # (Wv, B, 3)
+        live = dyn[None] & (mass > 0)
+        out["inv_mass"] = np.where(live, 1.0 / np.where(mass > 0, mass, 1.0), 0.0)
+        out["inertia"] = np.where(inertia > 0, inertia, 1.0)
+        out["inv_inertia"] = np.where(live[..., None] & (inertia > 0), 1.0 / np.where(inertia > 0, inertia, 1.0), 0.0)
+    if "rows" in groups:
+        if changed in DRIVE_COLUMNS and dm.row_columns is not None:
+            if dm.drive_map is None:
+                dm.drive_map = verified_drive_map(model, dm.rows, dm.law_names) or False
+            if dm.drive_map:
+                out["rows"] = drive_columns(dm.row_columns, dm.drive_map, model, changed, model.world_count)
+        if "rows" not in out:
+            out["rows"] = per_world_rows(model, dm.rows, dm.elements, dm.law_names)
+    if "materials" in groups and dm.contact.n_pairs:
+        for attr, name in _MATERIAL_FIELDS:
+            if name in model.world_parameters:
+                out[attr] = _per_world(model, name)
+            elif materials is not None:
+                out[attr] = materials[attr]
+    elif "materials" in groups:  # nothing collides: the shapes' own values, never read
+        out.update(materials or {})
+    return out
+
+
+def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
+    """a and b hold the same values in every world ((Wv, ...) each, Wv = 1 standing for all)."""
+    try:
+        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    except ValueError:
+        return False
+    return bool(np.array_equal(np.broadcast_to(a, shape), np.broadcast_to(b, shape)))
+
+
+def put_parameter_arrays(dm: DeviceModel, arrays: dict, device, worlds: int) -> None:
+    """Upload parameter_arrays' values into dm's kernel structs ([world, entry] arrays, one
+    stored row where every world is alike), replacing the arrays they had."""
+    m, cm, layout = dm.data, dm.contact, dm.layout
+    Bn, Rn = max(dm.body_count, 1), max(dm.row_count, 1)
+
+    def per_world(values, dtype, n, width=0):
+        """(Wv, k, ...) -> [world, max(k, 1)] Warp array (entries padded: Warp arrays are never empty)."""
+        v = np.asarray(values)
+        if v.shape[1] == 0:
+            v = np.zeros((v.shape[0], n) + ((width,) if width else ()), v.dtype)
+        return world_array(v, dtype, device, worlds, layout)
+
+    if "gravity" in arrays:
+        m.gravity = world_array(arrays["gravity"], wp.vec3d, device, worlds, layout)
+        dm.gravity = np.broadcast_to(arrays["gravity"], (worlds, 3)).copy()
+    if "inv_mass" in arrays:
+        m.inv_mass = per_world(arrays["inv_mass"], wp.float64, Bn)
+        m.inertia = per_world(arrays["inertia"], wp.vec3d, Bn, 3)
+        m.inv_inertia = per_world(arrays["inv_inertia"], wp.vec3d, Bn, 3)
+        dm.inv_mass = _pad(arrays["inv_mass"][0], Bn, 0)
+    if "rows" in arrays:
+        cols, before = arrays["rows"], dm.row_columns or {}
+        fields = (("value", m, "row_value"), ("stiffness", m, "row_k"), ("damping", m, "row_c"),
+                  ("target_vel", m, "row_tv"), ("max_force", m, "row_fmax"), ("lo", m, "row_lo"),
+                  ("hi", m, "row_hi"), ("fstatic", m.el, "fstatic"), ("fdynamic", m.el, "fdynamic"))
+        for column, owner, attr in fields:  # a column that did not change keeps its array (a drive target: one)
+            if column in before and _same_values(before[column], cols[column]):
+                continue
+            values = np.minimum(cols[column], 1e300) if column == "max_force" else cols[column]
+            setattr(owner, attr, per_world(values, wp.float64, Rn))  # m.el: through m, its nested struct's own
+        dm.row_columns = cols
+    for attr, _ in _MATERIAL_FIELDS:
+        if attr in arrays:
+            setattr(cm, attr, world_array(arrays[attr], wp.float64, device, worlds, layout))
 
 
 def make_state(model: Model, device_model: DeviceModel, worlds: int | None = None, device=None) -> DeviceState:

@@ -1,0 +1,190 @@
+"""Solver.set_parameter: per-world parameters changed on a running Solver, between calls. CPU.
+
+Before the first run a changed value must give the run of a Solver made from a model with that
+value, bit for bit (the same arrays reach the same kernels). Between calls the run goes on from
+where it ended and follows the new value: checked against the theory of what the new value does
+(a pendulum's period, a drive's equilibrium)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import ellipk
+
+from test_solver import measured_period, pendulum_model, swing_angle
+from test_worlds import driven_pendulum, spring_stage
+from usdphys.errors import UsdphysError
+from usdphys.solver import Solver
+from usdphys.types.model import Model
+
+
+def both(model, changes, frames=40, substeps=5, **kw):
+    """(run of a Solver given `changes` by set_parameter, run of one made from the model with them)."""
+    live = Solver(model, **kw)
+    built = model.replicate(model.world_count)
+    for name, values, index in changes:
+        live.set_parameter(name, values, index)
+        built.set_parameter(name, values, index)
+    return live.run(frames, substeps, 1e-3), Solver(built, **kw).run(frames, substeps, 1e-3)
+
+
+@pytest.mark.parametrize("threads, layout", [(1, "world_major"), (2, "world_minor")])
+def test_values_set_on_a_solver_before_its_first_run_equal_a_model_built_with_them(threads, layout):
+    model = driven_pendulum(k=1.0, c=0.1, upper=math.radians(50.0)).replicate(4)
+    before = {k: v.copy() for k, v in model.world_parameters.items()}
+    changes = [("body.mass", [1.0, 2.5, 0.5, 4.0], "/bob"),
+               ("gravity", np.array([[0.0, 0.0, -g] for g in (9.81, 3.7, 24.8, 9.81)]), None),
+               ("joint.drive_stiffness", [2.0, 20.0, 0.5, 8.0], ("/pivot", "rotY")),
+               ("joint.drive_target_pos", [0.1, -0.2, 0.3, 0.0], ("/pivot", "rotY")),
+               ("joint.upper", [math.radians(a) for a in (60.0, 45.0, 41.0, 80.0)], ("/pivot", 4))]
+    live, built = both(model, changes, threads=threads, layout=layout)
+    np.testing.assert_array_equal(live.pos, built.pos)
+    np.testing.assert_array_equal(live.rot, built.rot)
+    assert np.ptp(live.pos[-1, :, 0, 0]) > 1e-2  # the worlds differ: the values arrived
+    assert model.world_parameters.keys() == before.keys()  # the caller's model is left alone
+
+
+def test_element_friction_and_material_values_set_on_a_solver_equal_a_built_model():
+    from test_contact import ball_model
+    from usdphys.usd.reader import read_stage
+
+    model, _ = read_stage(spring_stage(drive_k=0.1, friction=0.125))
+    model = model.replicate(3)
+    live, built = both(model, [("spring.stiffness", np.array([[100.0], [400.0], [25.0]]), None),
+                               ("joint_dof.static_friction", np.array([[0.25], [0.5], [2.0]]), None),
+                               ("joint_dof.dynamic_friction", np.array([[0.25], [0.5], [2.0]]), None)], threads=2)
+    np.testing.assert_array_equal(live.pos, built.pos)
+    assert np.ptp(live.pos[-1, :, 0, 0]) > 1e-3
+    ball = ball_model(0.05, e=0.2, mu=0.3, worlds=3)
+    ball.body_lin_vel = ball.body_lin_vel + np.array([1.0, 0.0, 0.0])
+    live, built = both(ball, [("shape.restitution", np.array([[e, e] for e in (0.0, 0.5, 0.8)]), None),
+                              ("shape.dynamic_friction", np.array([[mu, mu] for mu in (0.1, 0.5, 1.0)]), None)],
+                       frames=30)
+    np.testing.assert_array_equal(live.pos, built.pos)
+    assert np.ptp(live.pos[-1, :, 0, 0]) > 1e-3
+
+
+def test_a_pendulum_takes_the_period_of_the_gravity_and_mass_set_between_calls():
+    """Compound pendulum (point mass m at L = 1 m, own inertia ic): T = 4 sqrt(Ip / (m g L)) K(k),
+    Ip = ic + m L^2, k = sin(a / 2) for the amplitude a it swings at. One call at Earth's gravity,
+    then each world gets its own g and m and must swing at its own period."""
+    gs, ms, ic = np.array([9.81, 3.71, 24.79]), np.array([1.0, 0.5, 3.0]), 0.05
+    solver = Solver(pendulum_model(20.0, ic=ic).replicate(3))
+    first = solver.run(700, 1, 1e-3)  # 0.7 s: somewhere mid-swing, not at a turning point
+    solver.set_parameter("gravity", np.stack([np.zeros(3), np.zeros(3), -gs], axis=1))
+    solver.set_parameter("body.mass", ms, index="/bob")
+    second = solver.run(12000, 1, 1e-3)  # two periods and more in every world
+    np.testing.assert_array_equal(second.pos[0], first.pos[-1])  # it went on from where it was
+    for w in range(3):
+        angle = swing_angle(second.pos[:, w, 0])
+        amplitude = np.abs(angle).max()
+        expected = 4.0 * math.sqrt((ic + ms[w]) / (ms[w] * gs[w])) * ellipk(math.sin(amplitude / 2) ** 2)
+        # Stormer-Verlet phase error (w h)^2 / 24 <= 1e-6 relative at h = 1 ms; the crossing
+        # interpolation ~1e-7 s; the sampled amplitude is low by <= a (w h)^2 / 2, which moves K
+        # by < 1e-7: 1e-5 relative is 10x above all of them
+        assert abs(measured_period(angle, 1e-3) / expected - 1) <= 1e-5, (w, expected)
+    assert second.max_constraint_error.max() <= 1e-9
+
+
+def test_drive_targets_set_between_calls_are_reached_in_each_world():
+    """Weightless pendulum on a critically damped drive (k = 20 N m/rad, c = 2 sqrt(k Ip)): the
+    angle settles on the target, exactly (no gravity to balance). After the first target is
+    reached, each world gets its own; 5 s later the error is (1 + w t) e^(-w t) of the step, w =
+    sqrt(k / Ip) = 4.4 rad/s: < 1e-7 of it."""
+    ip, k = 1.0 + 0.05, 20.0
+    c = 2.0 * math.sqrt(k * ip)
+    model = pendulum_model(0.0, ic=0.05, gravity=0.0, drive_stiffness=[0, 0, 0, 0, k, 0],
+                           drive_damping=[0, 0, 0, 0, c, 0], drive_target_pos=[0, 0, 0, 0, 0.2, 0])
+    solver = Solver(model.replicate(4), threads=2)
+    first = solver.run(50, 100, 1e-3)
+    np.testing.assert_allclose(swing_angle(first.pos[-1, :, 0]), 0.2, atol=1e-7)
+    targets = np.array([-0.3, 0.0, 0.5, 1.2])
+    solver.set_parameter("joint.drive_target_pos", targets, index=("/pivot", "rotY"))
+    second = solver.run(50, 100, 1e-3)
+    angle = swing_angle(second.pos[-1, :, 0])
+    np.testing.assert_allclose(angle, targets, atol=1e-7)
+    assert np.abs(swing_angle(second.pos[1, :, 0]) - targets).min() > 1e-2  # it moved
+
+
+def test_a_refused_change_leaves_the_running_solver_as_it_was():
+    model = driven_pendulum(k=1.0, upper=1.0).replicate(2)
+    solver, twin = Solver(model, threads=1), Solver(model, threads=1)
+    a, b = solver.run(10, 5, 1e-3), twin.run(10, 5, 1e-3)
+    # a limit in one world only would remove its rows there: refused, naming the joint, one line
+    with pytest.raises(UsdphysError, match="/pivot: the per-world parameters of world 1") as err:
+        solver.set_parameter("joint.upper", [1.0, np.inf], index=("/pivot", 4))
+    assert "\n" not in str(err.value)
+    for call, match in [(lambda: solver.set_parameter("body.weight", 1.0), "unknown parameter 'body.weight'"),
+                        (lambda: solver.set_parameter("body.mass", [1.0, -2.0], index=0), "not positive"),
+                        (lambda: solver.set_parameter("gravity", np.zeros((3, 3))), r"shape \(3, 3\)")]:
+        with pytest.raises(UsdphysError, match=match):
+            call()
+    a, b = solver.run(20, 5, 1e-3), twin.run(20, 5, 1e-3)
+    np.testing.assert_array_equal(a.pos, b.pos)
+
+
+# ------------------------------------------------------------------ drive values written into their rows
+DRIVES = ("joint.drive_target_pos", "joint.drive_target_vel", "joint.drive_stiffness", "joint.drive_damping",
+          "joint.drive_max_force")
+ROW_ARRAYS = ("row_value", "row_k", "row_c", "row_tv", "row_fmax", "row_lo", "row_hi")
+
+
+@st.composite
+def driven_chains(draw):
+    """A chain of 1-4 bodies on joints with random free DOFs (hinges, sliders, Cardan, ball,
+    free-ish D6), some of them driven (gains, targets, bounds) and some limited."""
+    model = Model()
+    model.gravity = np.array([0.0, 0.0, -9.81])
+    n = draw(st.integers(1, 4))
+    for i in range(n):
+        b = model.add_body(f"/b{i}", 1.0 + i, [0.1, 0.2, 0.3], pos=[0.0, 0.0, -0.5 * (i + 1)])
+        free = draw(st.lists(st.booleans(), min_size=6, max_size=6).filter(any))
+        driven = [f and draw(st.booleans()) for f in free]
+        limited = [f and draw(st.booleans()) for f in free]
+        k = [draw(st.sampled_from([0.0, 2.0, 50.0])) if d else 0.0 for d in driven]
+        c = [draw(st.sampled_from([0.5, 3.0])) if d and kk == 0.0 else (draw(st.sampled_from([0.0, 1.0])) if d else 0.0)
+             for d, kk in zip(driven, k)]
+        model.add_joint(f"/j{i}", b - 1, b, pos0=[0.0, 0.0, -0.5 * i], pos1=[0.0, 0.0, 0.5] if i == 0 else [0.0, 0.0, 0.0],
+                        locked=[not f for f in free], kind="joint",
+                        lower=[-0.4 if lim else -np.inf for lim in limited], upper=[0.6 if lim else np.inf for lim in limited],
+                        drive_stiffness=k, drive_damping=c, drive_target_pos=[0.1 * d for d in range(6)],
+                        drive_max_force=[draw(st.sampled_from([np.inf, 40.0])) for _ in range(6)])
+    return model
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(driven_chains(), st.sampled_from(DRIVES), st.integers(0, 2**31 - 1))
+def test_drive_values_written_into_their_rows_equal_the_full_row_build(model, name, seed):
+    """Solver.set_parameter writes a drive value into its row (drive_map) instead of building
+    every world's rows: the arrays it gives the kernels must be the full build's, bit for bit."""
+    model = model.replicate(3)
+    rng = np.random.default_rng(seed)
+    base = model.parameter(name)
+    if name in ("joint.drive_stiffness", "joint.drive_damping", "joint.drive_max_force"):
+        values = base * rng.uniform(0.5, 2.0, base.shape)  # scaled: a drive stays on or off
+    else:
+        values = base + rng.uniform(-1.0, 1.0, base.shape)
+    live = Solver(model, "cpu", threads=1)
+    live.set_parameter(name, values)
+    built = model.replicate(3)
+    built.set_parameter(name, values)
+    full = Solver(built, "cpu", threads=1)
+    driven = (model.parameter("joint.drive_stiffness") > 0) | (model.parameter("joint.drive_damping") > 0)
+    if driven.any():
+        assert live.dm.drive_map, "the drive rows were not written directly"
+    for attr in ROW_ARRAYS:
+        np.testing.assert_array_equal(getattr(live.m, attr).numpy(), getattr(full.m, attr).numpy(), err_msg=attr)
+
+
+def test_a_gain_that_would_switch_a_drive_off_is_refused_on_the_direct_path():
+    model = driven_pendulum(k=1.0, c=0.0).replicate(2)
+    solver = Solver(model, "cpu", threads=1)
+    with pytest.raises(UsdphysError, match="/pivot: the per-world parameters of world 1 .joint.drive_stiffness."):
+        solver.set_parameter("joint.drive_stiffness", [1.0, 0.0], index=("/pivot", "rotY"))
+    assert solver.dm.drive_map  # refused by the direct path, which was in use
+    solver.set_parameter("joint.drive_damping", [0.5, 0.0], index=("/pivot", "rotX"))  # a locked DOF: no row
+    with pytest.raises(UsdphysError, match="/pivot: the per-world parameters of world 0"):
+        solver.set_parameter("joint.drive_stiffness", [0.0, 0.0], index=("/pivot", "rotY"))
