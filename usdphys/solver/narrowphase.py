@@ -1094,7 +1094,9 @@ def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, x
             break
         query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
         f = int(0)
+        seen = int(0)  # triangles this query has handed out
         while wp.mesh_query_aabb_next(query, f):
+            seen += 1
             ti = shapes.tris[t0 + f]
             p0 = wp.transform_point(xb, shapes.verts[v0 + ti[0]])
             p1 = wp.transform_point(xb, shapes.verts[v0 + ti[1]])
@@ -1105,7 +1107,16 @@ def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, x
                 dv = q - pa
                 L = wp.length(dv)
                 if L > f64(1.0e-14) and da[0] - L + k.ra + k.rb >= -k.margin:
-                    if sphere_local_min(shapes, sb, xb, lo, hi, f, pa, q, L):
+                    local_min = sphere_local_min(shapes, sb, xb, lo, hi, f, pa, q, L)
+                    # On CUDA every mesh query of a thread traverses on one shared-memory stack
+                    # (Warp's BVH_SHARED_STACK), so the query nested in sphere_local_min has
+                    # overwritten this one's: open it again and pass the triangles already seen
+                    # (the order is deterministic). Without this the GPU found 2 of a bowl's 8.
+                    query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
+                    g = int(0)
+                    for _ in range(seen):
+                        wp.mesh_query_aabb_next(query, g)
+                    if local_min:
                         n = dv / L
                         emit_mesh(c, k, first, pa + n * da[0], q, n, da[0] - L, merge)
             else:
