@@ -317,11 +317,9 @@ def test_cone_rests_on_its_base_and_on_its_side():
     assert apex[2] == pytest.approx(0.0, abs=SLOP)
 
 
-def test_sphere_rests_in_a_bowl_at_the_analytic_height():
-    """A bowl of triangles (a static mesh, one collider, not convex from the sphere's side):
-    a hemisphere of radius Rb tessellated in rings; a ball of radius r dropped on the axis
-    rests on the fan around the bottom vertex, where its centre is r from each fan plane."""
-    Rb, r, nseg, nring = 0.5, 0.1, 8, 8  # 8 fan faces: all kept (MESH_PAIR_CONTACTS), symmetric
+def bowl_mesh(Rb, nseg, nring):
+    """A hemisphere of radius Rb below the origin in rings of nseg vertices; a fan of nseg
+    triangles around the bottom vertex."""
     verts = [(0.0, 0.0, -Rb)]
     for i in range(1, nring + 1):
         th = np.pi / 2 * i / nring
@@ -333,7 +331,15 @@ def test_sphere_rests_in_a_bowl_at_the_analytic_height():
         for k in range(nseg):
             k1 = (k + 1) % nseg
             tris += [(a + k, b + k, b + k1), (a + k, b + k1, a + k1)]
-    verts = np.array(verts)
+    return np.array(verts), np.array(tris)
+
+
+def test_sphere_rests_in_a_bowl_at_the_analytic_height():
+    """A bowl of triangles (a static mesh, one collider, not convex from the sphere's side):
+    a hemisphere of radius Rb tessellated in rings; a ball of radius r dropped on the axis
+    rests on the fan around the bottom vertex, where its centre is r from each fan plane."""
+    Rb, r, nseg, nring = 0.5, 0.1, 8, 8  # 8 fan faces: all kept (MESH_PAIR_CONTACTS), symmetric
+    verts, tris = bowl_mesh(Rb, nseg, nring)
     stage = new_stage()
     static_mesh(stage, "/World/bowl", verts, tris)
     rigid(stage, "/World/ball", (0.0, 0.0, -Rb + r + 0.05))
@@ -501,3 +507,31 @@ def test_ball_rolling_over_a_fine_flat_mesh_moves_as_on_a_plane():
     plane, mesh = runs
     assert np.abs(mesh[:, 2] - 0.1).max() < 1e-9  # measured 0 (without the filter: 9e-6 m bumps)
     assert np.abs(mesh - plane).max() < 1e-9
+
+
+def test_the_gpus_reopened_mesh_query_changes_nothing_on_the_cpu():
+    """On CUDA every mesh query of a thread runs on one shared-memory stack, so convex_mesh opens
+    its triangle query again after the one nested in the local-minimum check
+    (ShapeData.reopen_queries; without it an H200 found 2 of the bowl's 8 contacts). CI has no
+    GPU: run that path on the CPU, where each query has its own stack and it must change nothing,
+    bit for bit. A ball dropped into a tessellated bowl (8 triangles touching at once) and a ball
+    rolling over a wavy 50 x 50 grid."""
+    bowl_v, bowl_t = bowl_mesh(0.5, 8, 8)
+    wavy_v, wavy_t = grid_mesh(lambda x, y: 0.05 * np.sin(3 * x) * np.cos(2 * y), n=50, half=1.0)
+    for verts, tris, pos, vel, steps, touching in ((bowl_v, bowl_t, [0, 0, -0.35], [0.02, 0.01, 0], 300, 8),
+                                                   (wavy_v, wavy_t, [-0.6, -0.2, 0.2], [1.5, 0.4, 0], 400, 1)):
+        m = Model()
+        m.gravity = np.array([0.0, 0.0, -G])
+        b = m.add_body("/ball", 1.0, [0.004] * 3, pos=pos, lin_vel=vel)
+        m.shapes = table_from_specs([dict(type=SHAPE_MESH, verts=verts, tris=tris),
+                                     dict(type=SHAPE_SPHERE, body=b, dims=(0.1, 0, 0))])
+        runs = []
+        for reopen in (0, 1):
+            solver = Solver(m, "cpu")
+            assert solver.cm.shapes.reopen_queries == 0  # the CPU's own default
+            solver.cm.shapes.reopen_queries = reopen
+            out = solver.run(steps, 1, 1e-3)
+            runs.append((out.pos, out.rot, int(solver.cs.prev_count.numpy()[0])))
+        np.testing.assert_array_equal(runs[1][0], runs[0][0])
+        np.testing.assert_array_equal(runs[1][1], runs[0][1])
+        assert runs[0][2] >= touching  # the contacts the reopened query must not lose

@@ -91,6 +91,10 @@ class ShapeData:
     mesh: wp.array(dtype=wp.uint64)  # wp.Mesh id (BVH over the triangles) of a mesh shape, else 0
     tri_start: wp.array(dtype=wp.int32)
     tris: wp.array(dtype=wp.vec3i)  # vertex indices relative to vert_start
+    # 1: a mesh query is opened again after a query nested in it (convex_mesh). Needed on CUDA,
+    # where Warp traverses all of a thread's mesh queries on one shared-memory stack; the CPU
+    # gives each query its own, and setting it there runs the GPU's path (same results)
+    reopen_queries: int
 
 
 @wp.struct
@@ -1092,59 +1096,64 @@ def convex_mesh(c: Contacts, k: PairCtx, shapes: ShapeData, xa: wp.transformd, x
     for sweep in range(2):
         if sweep == 1 and (not polytope or c.count[k.world] - first >= 3):
             break
-        query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
-        f = int(0)
-        seen = int(0)  # triangles this query has handed out
-        while wp.mesh_query_aabb_next(query, f):
-            seen += 1
-            ti = shapes.tris[t0 + f]
-            p0 = wp.transform_point(xb, shapes.verts[v0 + ti[0]])
-            p1 = wp.transform_point(xb, shapes.verts[v0 + ti[1]])
-            p2 = wp.transform_point(xb, shapes.verts[v0 + ti[2]])
-            if ta == SPHERE:
-                pa = wp.transform_get_translation(xa)
-                q = tri_closest(pa, p0, p1, p2)
-                dv = q - pa
-                L = wp.length(dv)
-                if L > f64(1.0e-14) and da[0] - L + k.ra + k.rb >= -k.margin:
-                    local_min = sphere_local_min(shapes, sb, xb, lo, hi, f, pa, q, L)
-                    # On CUDA every mesh query of a thread traverses on one shared-memory stack
-                    # (Warp's BVH_SHARED_STACK), so the query nested in sphere_local_min has
-                    # overwritten this one's: open it again and pass the triangles already seen
-                    # (the order is deterministic). Without this the GPU found 2 of a bowl's 8.
-                    query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
-                    g = int(0)
-                    for _ in range(seen):
-                        wp.mesh_query_aabb_next(query, g)
-                    if local_min:
-                        n = dv / L
-                        emit_mesh(c, k, first, pa + n * da[0], q, n, da[0] - L, merge)
-            else:
-                nf = wp.normalize(wp.cross(p1 - p0, p2 - p0))
-                if sweep == 0 and ta == BOX and box_face_parallel(xa, nf):
-                    # a box face parallel to the triangle (a box resting on a flat mesh): its
-                    # corners are the contacts, no MPR needed (the common case, and the cheap one)
-                    n = -nf
-                    if wp.dot(wp.transform_get_translation(xa) - p0, nf) < ZERO:
-                        n = nf
-                    face_corners(c, k, shapes, first, xa, p0, p1, p2, n, merge)
+        # A query reopened after a nested one passes the triangles it had handed out before (the
+        # traversal order is deterministic); on the CPU it is opened once.
+        skip = int(0)
+        reopen = int(1)
+        while reopen != 0:
+            reopen = int(0)
+            query = wp.mesh_query_aabb(shapes.mesh[sb], lo, hi)
+            f = int(0)
+            seen = int(0)  # triangles this query has handed out
+            while wp.mesh_query_aabb_next(query, f):
+                seen += 1
+                if seen <= skip:
                     continue
-                tri = wp.mat33d(p0[0], p0[1], p0[2], p1[0], p1[1], p1[2], p2[0], p2[1], p2[2])
-                hit, n, depth, pa, pb = mpr(shapes, k.sa, xa, k.sb, xb, infl, tri, 1)
-                if hit:
-                    flat = False
-                    if polytope:
-                        flat = wp.abs(wp.dot(nf, n)) >= ONE - f64(1.0e-9)
-                    if sweep == 0:
-                        if flat:
-                            face_corners(c, k, shapes, first, xa, p0, p1, p2, n, merge)
-                        elif not polytope or depth - infl + k.ra + k.rb >= ZERO:
-                            # a box's or hull's face or edge against a triangle's vertex or edge
-                            # only once they overlap: within the margin, every vertex of a flat
-                            # region under a tilting box would be one more (redundant) constraint
+                ti = shapes.tris[t0 + f]
+                p0 = wp.transform_point(xb, shapes.verts[v0 + ti[0]])
+                p1 = wp.transform_point(xb, shapes.verts[v0 + ti[1]])
+                p2 = wp.transform_point(xb, shapes.verts[v0 + ti[2]])
+                if ta == SPHERE:
+                    pa = wp.transform_get_translation(xa)
+                    q = tri_closest(pa, p0, p1, p2)
+                    dv = q - pa
+                    L = wp.length(dv)
+                    if L > f64(1.0e-14) and da[0] - L + k.ra + k.rb >= -k.margin:
+                        if sphere_local_min(shapes, sb, xb, lo, hi, f, pa, q, L):
+                            n = dv / L
+                            emit_mesh(c, k, first, pa + n * da[0], q, n, da[0] - L, merge)
+                        if shapes.reopen_queries != 0:
+                            # the query nested in sphere_local_min has overwritten this one's stack
+                            # (CUDA, ShapeData.reopen_queries): open it again past this triangle
+                            skip = seen
+                            reopen = int(1)
+                            break
+                else:
+                    nf = wp.normalize(wp.cross(p1 - p0, p2 - p0))
+                    if sweep == 0 and ta == BOX and box_face_parallel(xa, nf):
+                        # a box face parallel to the triangle (a box resting on a flat mesh): its
+                        # corners are the contacts, no MPR needed (the common case, and the cheap one)
+                        n = -nf
+                        if wp.dot(wp.transform_get_translation(xa) - p0, nf) < ZERO:
+                            n = nf
+                        face_corners(c, k, shapes, first, xa, p0, p1, p2, n, merge)
+                        continue
+                    tri = wp.mat33d(p0[0], p0[1], p0[2], p1[0], p1[1], p1[2], p2[0], p2[1], p2[2])
+                    hit, n, depth, pa, pb = mpr(shapes, k.sa, xa, k.sb, xb, infl, tri, 1)
+                    if hit:
+                        flat = False
+                        if polytope:
+                            flat = wp.abs(wp.dot(nf, n)) >= ONE - f64(1.0e-9)
+                        if sweep == 0:
+                            if flat:
+                                face_corners(c, k, shapes, first, xa, p0, p1, p2, n, merge)
+                            elif not polytope or depth - infl + k.ra + k.rb >= ZERO:
+                                # a box's or hull's face or edge against a triangle's vertex or edge
+                                # only once they overlap: within the margin, every vertex of a flat
+                                # region under a tilting box would be one more (redundant) constraint
+                                emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
+                        elif flat:
                             emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
-                    elif flat:
-                        emit_mesh(c, k, first, pa - n * infl, pb, n, depth - infl, merge)
 
 
 @wp.func
@@ -1365,6 +1374,7 @@ def shape_data(table: ShapeTable, device=None) -> ShapeData:
     tris = np.asarray(tris if tris is not None and len(tris) else np.zeros((1, 3)), np.int32).reshape(-1, 3)
     s.tri_start = wp.array(np.asarray(tri_start, np.int32), dtype=wp.int32, device=device)
     s.tris = wp.array(tris, dtype=wp.vec3i, device=device)
+    s.reopen_queries = int(wp.get_device(device).is_cuda)
     # one BVH per mesh shape (float32 points in the shape frame; exact geometry stays float64)
     meshes, ids = [], np.zeros(n, np.uint64)
     for i in range(n):
