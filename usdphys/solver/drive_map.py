@@ -98,9 +98,10 @@ def verified_drive_map(model: Model, rows: RowTable, law_names) -> DriveMap | No
 
 
 def drive_columns(columns: dict, dmap: DriveMap, model: Model, name: str, worlds: int) -> dict:
-    """The row value columns ((W, R) each) after drive parameter `name` of `model`: `columns`
-    (the ones in use, (Wv, R)) with that parameter's values in its drive rows. A gain that
-    would switch a drive on or off in some world is refused, as the full build refuses it."""
+    """The row value columns after drive parameter `name` of `model`: `columns` (the ones in
+    use, (Wv, R) each) with that parameter's column made (W, R) and its values in its drive
+    rows. A gain that would switch a drive on or off in some world is refused, as the full
+    build refuses it."""
     if name in ("joint.drive_stiffness", "joint.drive_damping"):
         k, c = parameter(model, "joint.drive_stiffness"), parameter(model, "joint.drive_damping")
         driven = np.zeros((model.joint_count, 6), bool)
@@ -114,7 +115,9 @@ def drive_columns(columns: dict, dmap: DriveMap, model: Model, name: str, worlds
                 f"{model.joint_paths[j]}: the per-world parameters of world {w} ({name}) change which limits, drives "
                 "or springs exist; a world may change their values only (keep limits finite and gains positive "
                 "where the model has them, +-inf / 0 where it has none)")
-    out = {key: np.array(np.broadcast_to(v, (worlds,) + np.shape(v)[1:])) for key, v in columns.items()}
+    column = DRIVE_COLUMNS[name]
+    out = dict(columns)  # the other columns as they are (the same arrays: nothing to upload)
+    out[column] = np.array(np.broadcast_to(columns[column], (worlds,) + np.shape(columns[column])[1:]))
     values = parameter(model, name)  # (W, J, 6)
-    out[DRIVE_COLUMNS[name]][:, dmap.row] = values[:, dmap.joint, dmap.dof]
+    out[column][:, dmap.row] = values[:, dmap.joint, dmap.dof]
     return out

@@ -415,7 +415,7 @@ def put_parameter_arrays(dm: DeviceModel, arrays: dict, device, worlds: int) -> 
                   ("target_vel", m, "row_tv"), ("max_force", m, "row_fmax"), ("lo", m, "row_lo"),
                   ("hi", m, "row_hi"), ("fstatic", m.el, "fstatic"), ("fdynamic", m.el, "fdynamic"))
         for column, owner, attr in fields:  # a column that did not change keeps its array (a drive target: one)
-            if column in before and _same_values(before[column], cols[column]):
+            if column in before and (before[column] is cols[column] or _same_values(before[column], cols[column])):
                 continue
             values = np.minimum(cols[column], 1e300) if column == "max_force" else cols[column]
             setattr(owner, attr, per_world(values, wp.float64, Rn))  # m.el: through m, its nested struct's own
