@@ -188,3 +188,24 @@ def test_a_gain_that_would_switch_a_drive_off_is_refused_on_the_direct_path():
     solver.set_parameter("joint.drive_damping", [0.5, 0.0], index=("/pivot", "rotX"))  # a locked DOF: no row
     with pytest.raises(UsdphysError, match="/pivot: the per-world parameters of world 0"):
         solver.set_parameter("joint.drive_stiffness", [0.0, 0.0], index=("/pivot", "rotY"))
+
+
+def test_a_drive_map_the_full_build_does_not_confirm_is_not_used(monkeypatch):
+    """The map is trusted only after it predicted the full build's columns for a probe: one
+    that names the wrong DOF is rejected, and the values then go through the full build."""
+    from usdphys.solver import drive_map
+
+    find = drive_map.find_drive_rows
+
+    def wrong_dof(model, rows):
+        m = find(model, rows)
+        return drive_map.DriveMap(row=m.row, joint=m.joint, dof=(m.dof + 1) % 6)
+
+    monkeypatch.setattr(drive_map, "find_drive_rows", wrong_dof)
+    model = driven_pendulum(k=1.0, c=0.1).replicate(2)
+    live, built = both(model, [("joint.drive_target_pos", [0.3, -0.2], ("/pivot", "rotY"))], threads=1)
+    np.testing.assert_array_equal(live.pos, built.pos)
+    assert np.ptp(live.pos[-1, :, 0, 0]) > 1e-3
+    solver = Solver(model, "cpu", threads=1)
+    solver.set_parameter("joint.drive_target_pos", [0.3, -0.2], ("/pivot", "rotY"))
+    assert solver.dm.drive_map is False

@@ -3,9 +3,9 @@
 A drive value changed on a running Solver (Solver.set_parameter: a control loop setting targets
 or gains between short calls) is written straight into its drive row's column, for every world
 at once, instead of rebuilding the row table of every distinct world (io.per_world_rows, about
-a millisecond a world). The map is trusted only after it reproduced, bit for bit, the row table
-that the full build makes for a probe of the model's drive values (verified_drive_map); a model
-where it does not falls back to the full build.
+a millisecond a world). The map is trusted only after it reproduced, bit for bit, the row
+columns that the full build makes for a probe of the model's drive values (verified_drive_map);
+a model where it does not falls back to the full build.
 """
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from usdphys.errors import UsdphysError, quiet
-from usdphys.solver import forces
 from usdphys.types.model import MODE_SOFT, Model, RowTable, dof_row
-from usdphys.types.params import parameter, world_model
+from usdphys.types.params import parameter, structure_change_error, world_model
 
 # drive parameter -> the row column it is written to (io's row value columns)
 DRIVE_COLUMNS = {
@@ -26,15 +25,6 @@ DRIVE_COLUMNS = {
     "joint.drive_damping": "damping",
     "joint.drive_max_force": "max_force",
 }
-_MODEL_FIELDS = {
-    "joint.drive_target_pos": "joint_drive_target_pos",
-    "joint.drive_target_vel": "joint_drive_target_vel",
-    "joint.drive_stiffness": "joint_drive_stiffness",
-    "joint.drive_damping": "joint_drive_damping",
-    "joint.drive_max_force": "joint_drive_max_force",
-}
-
-
 @dataclass(frozen=True)
 class DriveMap:
     """The drive rows of a row table: row i drives DOF dof[i] of joint joint[i]."""
@@ -60,39 +50,33 @@ def find_drive_rows(model: Model, rows: RowTable) -> DriveMap:
     return DriveMap(row=a[:, 0], joint=a[:, 1], dof=a[:, 2])
 
 
-def _table(model: Model, law_names):
-    with quiet():
-        return forces.build_element_rows(model, model.constraint_rows(), law_names)
-
-
-def verified_drive_map(model: Model, rows: RowTable, law_names) -> DriveMap | None:
-    """find_drive_rows, checked: world 0 of `model` with every drive value moved (targets
-    shifted, gains and bounds scaled, none switched on or off) must build exactly the row table
-    that the map predicts from world 0's own. None where it does not (or nothing is driven)."""
+def verified_drive_map(model: Model, rows: RowTable, full_build) -> DriveMap | None:
+    """find_drive_rows, checked against the full build: full_build(probe) gives a model's row
+    value columns ((Wv, R) each; io.per_world_rows, which refuses a change of structure). The
+    probe has two worlds, world 0 of `model` and the same with every drive value moved (targets
+    shifted, gains and bounds scaled, none switched on or off); the map must predict the second
+    world's columns from the first's exactly. None where it does not (or nothing is driven)."""
     dmap = find_drive_rows(model, rows)
     if dmap.row.size == 0:
         return None
-    base = world_model(model, 0)
-    probe = world_model(model, 0)
+    probe = world_model(model, 0).replicate(2)
     shift = 0.125 * (1.0 + np.arange(model.joint_count * 6).reshape(model.joint_count, 6))
-    for name, attr in _MODEL_FIELDS.items():
-        v = np.array(getattr(base, attr), float)
-        moved = v + shift if name in ("joint.drive_target_pos", "joint.drive_target_vel") else v * (1.0 + shift)
-        setattr(probe, attr, moved)
-    want, have = _table(probe, law_names), _table(base, law_names)
-    if want.rows.count != have.rows.count:
+    moved = {}
+    try:
+        for name in DRIVE_COLUMNS:
+            v = parameter(probe, name)[0]
+            moved[name] = v + shift if name in ("joint.drive_target_pos", "joint.drive_target_vel") else v * (1.0 + shift)
+            probe.set_parameter(name, np.stack([v, moved[name]]))
+        with quiet():
+            columns = full_build(probe)
+    except UsdphysError:  # a moved value refused, or it changed the rows: no map
         return None
-    # the same rows (the twist ranges follow from these and the limits), the same friction columns
-    for column in ("source", "kind", "axis", "mode", "b0", "b1", "accel"):
-        if not np.array_equal(getattr(want.rows, column), getattr(have.rows, column)):
-            return None
-    for column in ("fstatic", "fdynamic"):
-        if not np.array_equal(want.extra[column], have.extra[column]):
-            return None
-    for name, column in DRIVE_COLUMNS.items():
-        predicted = np.array(getattr(have.rows, column), float)
-        predicted[dmap.row] = np.asarray(getattr(probe, _MODEL_FIELDS[name]))[dmap.joint, dmap.dof]
-        if not np.array_equal(predicted, np.asarray(getattr(want.rows, column), float)):
+    for column, values in columns.items():
+        both = np.broadcast_to(values, (2,) + np.shape(values)[1:])
+        predicted = np.array(both[0])
+        for name in (n for n, c in DRIVE_COLUMNS.items() if c == column):
+            predicted[dmap.row] = moved[name][dmap.joint, dmap.dof]
+        if not np.array_equal(predicted, both[1]):
             return None
     return dmap
 
@@ -111,10 +95,7 @@ def drive_columns(columns: dict, dmap: DriveMap, model: Model, name: str, worlds
         wrong &= unlocked[None]
         if wrong.any():
             w, j, _ = (int(x[0]) for x in np.nonzero(wrong))
-            raise UsdphysError(
-                f"{model.joint_paths[j]}: the per-world parameters of world {w} ({name}) change which limits, drives "
-                "or springs exist; a world may change their values only (keep limits finite and gains positive "
-                "where the model has them, +-inf / 0 where it has none)")
+            raise structure_change_error(model.joint_paths[j], w, [name])
     column = DRIVE_COLUMNS[name]
     out = dict(columns)  # the other columns as they are (the same arrays: nothing to upload)
     out[column] = np.array(np.broadcast_to(columns[column], (worlds,) + np.shape(columns[column])[1:]))

@@ -25,6 +25,7 @@ import warp as wp
 from usdphys.errors import UsdphysError, warn
 from usdphys.solver.warpinit import init_warp
 from usdphys.types.enums import RowKind, RowMode
+from usdphys.types import params
 from usdphys.types.model import Model
 from usdphys.solver import forces, io
 from usdphys.solver import outputs as outputs_mod
@@ -473,8 +474,6 @@ class Solver:
         (limits, springs, joint friction) costs one build of the row table per distinct world
         (io.per_world_rows, ~1 ms each); a body parameter makes the next step factorise afresh
         (a kept factor was of the old masses)."""
-        from usdphys.types import params
-
         model = copy.copy(self.model)  # the caller's Model stays as it was
         model.world_parameters = dict(self.model.world_parameters)
         params.set_parameter(model, name, values, index)

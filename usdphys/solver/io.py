@@ -36,7 +36,8 @@ from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
 from usdphys.types.model import MODE_EQUAL, Model, RowTable
-from usdphys.types.params import ROW_PARAMETERS, base_values, check_world_parameters, world_model
+from usdphys.types.params import (ROW_PARAMETERS, base_values, check_world_parameters, structure_change_error,
+                                  world_model)
 from usdphys.types.rowgraph import RowPattern, row_pattern
 
 
@@ -245,10 +246,7 @@ def per_world_rows(model: Model, rows: RowTable, elements, law_names=None) -> di
                 diff = [i for i in range(n) if any(getattr(t, c)[i] != getattr(rows, c)[i] for c in _ROW_STRUCTURE)
                         or any(er.extra[c][i] != elements.extra[c][i] for c in _EXTRA_STRUCTURE)]
                 what = elements.names[diff[0]] if diff else (elements.names[n] if n < R else er.names[n])
-                raise UsdphysError(
-                    f"{what}: the per-world parameters of world {ws[0]} ({', '.join(names)}) change which limits, drives "
-                    "or springs exist; a world may change their values only (keep limits finite and gains positive "
-                    "where the model has them, +-inf / 0 where it has none)")
+                raise structure_change_error(what, ws[0], names)
             wlo, whi = twist_limit_ranges(mw, t)
             for c in _ROW_VALUE_COLUMNS:
                 out[c][ws] = np.asarray(getattr(t, c), float)
@@ -363,7 +361,8 @@ def parameter_arrays(dm: DeviceModel, model: Model, groups, materials=None, chan
     if "rows" in groups:
         if changed in DRIVE_COLUMNS and dm.row_columns is not None:
             if dm.drive_map is None:
-                dm.drive_map = verified_drive_map(model, dm.rows, dm.law_names) or False
+                dm.drive_map = verified_drive_map(
+                    model, dm.rows, lambda probe: per_world_rows(probe, dm.rows, dm.elements, dm.law_names)) or False
             if dm.drive_map:
                 out["rows"] = drive_columns(dm.row_columns, dm.drive_map, model, changed, model.world_count)
         if "rows" not in out:

@@ -310,6 +310,15 @@ def parameter(model, name: str) -> np.ndarray:
     return np.repeat(base[None], model.world_count, axis=0) if spec.entries or base.ndim else base
 
 
+def structure_change_error(what: str, world: int, names) -> UsdphysError:
+    """The error for per-world values that would add or remove a row (a limit, drive or spring)
+    in some world: `what` names the row's prim, `names` the parameters set."""
+    return UsdphysError(
+        f"{what}: the per-world parameters of world {world} ({', '.join(names)}) change which limits, drives "
+        "or springs exist; a world may change their values only (keep limits finite and gains positive "
+        "where the model has them, +-inf / 0 where it has none)")
+
+
 def check_world_parameters(model) -> None:
     """Every stored parameter has the model's world count and entry count (a Model edited
     after set_parameter, e.g. replicated again, is caught here)."""
@@ -398,4 +407,5 @@ def apply_override(model, path: str, attribute: str, values) -> None:
 
 
 __all__ = ["PARAMETERS", "ROW_PARAMETERS", "ParamSource", "Parameter", "add_source", "apply_override", "drop_sources", "base_values",
-           "check_world_parameters", "parameter", "set_parameter", "source_for", "split_attribute_path", "world_model"]
+           "check_world_parameters", "parameter", "set_parameter", "source_for", "split_attribute_path", "structure_change_error",
+           "world_model"]
