@@ -58,6 +58,14 @@ def test_element_friction_and_material_values_set_on_a_solver_equal_a_built_mode
                                ("joint_dof.dynamic_friction", np.array([[0.25], [0.5], [2.0]]), None)], threads=2)
     np.testing.assert_array_equal(live.pos, built.pos)
     assert np.ptp(live.pos[-1, :, 0, 0]) > 1e-3
+    # element values through the class template (one class of three worlds): the world-by-world build
+    many = model.replicate(5)
+    many.set_parameter("spring.stiffness", np.array([[100.0], [0.0], [-25.0], [400.0], [1e-9]]))
+    many.set_parameter("joint_dof.static_friction", np.linspace(0.5, 2.0, 5)[:, None])
+    solver = Solver(many, "cpu", threads=1)
+    assert all(solver.dm.row_classes.templates)
+    for column, values in exact_columns(many, solver).items():
+        np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], values.shape), values, column)
     ball = ball_model(0.05, e=0.2, mu=0.3, worlds=3)
     ball.body_lin_vel = ball.body_lin_vel + np.array([1.0, 0.0, 0.0])
     live, built = both(ball, [("shape.restitution", np.array([[e, e] for e in (0.0, 0.5, 0.8)]), None),
@@ -126,7 +134,7 @@ def test_a_refused_change_leaves_the_running_solver_as_it_was():
     np.testing.assert_array_equal(a.pos, b.pos)
 
 
-# ------------------------------------------------------------------ drive values written into their rows
+# ------------------------------------------------------------------ row values filled from templates
 DRIVES = ("joint.drive_target_pos", "joint.drive_target_vel", "joint.drive_stiffness", "joint.drive_damping",
           "joint.drive_max_force")
 ROW_ARRAYS = ("row_value", "row_k", "row_c", "row_tv", "row_fmax", "row_lo", "row_hi")
@@ -155,57 +163,148 @@ def driven_chains(draw):
     return model
 
 
-@settings(max_examples=30, deadline=None, derandomize=True)
-@given(driven_chains(), st.sampled_from(DRIVES), st.integers(0, 2**31 - 1))
-def test_drive_values_written_into_their_rows_equal_the_full_row_build(model, name, seed):
-    """Solver.set_parameter writes a drive value into its row (drive_map) instead of building
-    every world's rows: the arrays it gives the kernels must be the full build's, bit for bit."""
-    model = model.replicate(3)
-    rng = np.random.default_rng(seed)
+def varied_values(model, name, rng):
+    """Per-world values of a joint row parameter that keep its rows: a gain scaled, a limit or
+    target moved (across zero too; world 0's at zero, which the template's probe must move)."""
     base = model.parameter(name)
     if name in ("joint.drive_stiffness", "joint.drive_damping", "joint.drive_max_force"):
-        values = base * rng.uniform(0.5, 2.0, base.shape)  # scaled: a drive stays on or off
-    else:
-        values = base + rng.uniform(-1.0, 1.0, base.shape)
-    live = Solver(model, "cpu", threads=1)
-    live.set_parameter(name, values)
-    built = model.replicate(3)
-    built.set_parameter(name, values)
+        return base * rng.uniform(0.5, 2.0, base.shape)  # a drive stays on or off
+    moved = base + rng.uniform(-1.0, 1.0, base.shape)
+    moved[0] = np.where(np.isfinite(moved[0]), 0.0, moved[0])  # world 0 (its class's built world) at zero
+    if name == "joint.lower":
+        moved = np.minimum(moved, model.parameter("joint.upper") - 0.01)
+    if name == "joint.upper":
+        moved = np.maximum(moved, model.parameter("joint.lower") + 0.01)
+    return moved
+
+
+def exact_columns(model, solver):
+    """The value columns of every world built one by one (the reference the templates must give)."""
+    from usdphys.solver import io
+
+    dm = solver.dm
+    names = tuple(n for n in io.ROW_PARAMETERS if n in model.world_parameters)
+    return io._exact_rows(model, dm.rows, dm.elements, dm.law_names, names)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(driven_chains(), st.sampled_from(DRIVES + ("joint.lower", "joint.upper")), st.integers(0, 2**31 - 1))
+def test_row_values_filled_from_templates_equal_a_build_of_every_world(model, name, seed):
+    """Worlds whose values fall in one class are filled from that class's template (one world
+    built, two probed) instead of built one by one: every column must equal the world-by-world
+    build bit for bit, on a Solver made from such a model and after set_parameter changes the
+    values of a running one (its cells only)."""
+    model = model.replicate(7)
+    rng = np.random.default_rng(seed)
+    first, second = varied_values(model, name, rng), varied_values(model, name, rng)
+    model.set_parameter(name, first)
+    solver = Solver(model, "cpu", threads=1)
+    exact = exact_columns(model, solver)
+    for column, values in exact.items():
+        np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], values.shape), values, column)
+    solver.set_parameter(name, second)
+    built = model.replicate(7)
+    built.set_parameter(name, second)
     full = Solver(built, "cpu", threads=1)
-    driven = (model.parameter("joint.drive_stiffness") > 0) | (model.parameter("joint.drive_damping") > 0)
-    if driven.any():
-        assert live.dm.drive_map, "the drive rows were not written directly"
+    for column, values in exact_columns(built, full).items():
+        np.testing.assert_array_equal(np.broadcast_to(full.dm.row_columns[column], values.shape), values, column)
     for attr in ROW_ARRAYS:
-        np.testing.assert_array_equal(getattr(live.m, attr).numpy(), getattr(full.m, attr).numpy(), err_msg=attr)
+        np.testing.assert_array_equal(getattr(solver.m, attr).numpy(), getattr(full.m, attr).numpy(), err_msg=attr)
+    # where the parameter has a row (a driven or limited DOF) its nonzero values have cells
+    unlocked = ~np.asarray(model.joint_locked, bool)
+    if name in ("joint.lower", "joint.upper"):
+        has_row = unlocked & np.isfinite(model.parameter(name)[0])
+    else:
+        has_row = unlocked & ((model.parameter("joint.drive_stiffness")[0] > 0)
+                              | (model.parameter("joint.drive_damping")[0] > 0))
+    found = {n for t in solver.dm.row_classes.templates if t for n, by in t.cells.items() if by}
+    assert found == ({name} if np.any(np.isfinite(first[:, has_row]) & (first[:, has_row] != 0)) else set())
+    assert all(t for t in solver.dm.row_classes.templates), "a class was built world by world"
 
 
-def test_a_gain_that_would_switch_a_drive_off_is_refused_on_the_direct_path():
+def test_many_worlds_of_one_class_cost_three_builds_and_a_change_of_values_none(monkeypatch):
+    """64 worlds, each with its own limits and damping: three row-table builds for the Solver
+    (one world in full, two probes), none when a loop then moves the limits (same classes)."""
+    from usdphys.solver import forces
+
+    builds = []
+    build = forces.build_element_rows
+
+    def counted(*args, **kw):
+        builds.append(1)
+        return build(*args, **kw)
+
+    model = driven_pendulum(k=1.0, c=0.1, upper=1.0).replicate(64)
+    model.set_parameter("joint.upper", np.linspace(0.5, 1.5, 64), index=("/pivot", 4))
+    model.set_parameter("joint.drive_damping", np.linspace(0.1, 0.4, 64), index=("/pivot", "rotY"))
+    monkeypatch.setattr(forces, "build_element_rows", counted)
+    solver = Solver(model, "cpu", threads=1)
+    assert len(builds) == 1 + 3  # the model's own rows, then one class: its world and two probes
+    before = {a: getattr(solver.m, a) for a in ROW_ARRAYS}
+    solver.set_parameter("joint.upper", np.linspace(0.6, 1.6, 64), index=("/pivot", 4))
+    assert len(builds) == 4
+    hi = solver.m.row_hi.numpy()
+    np.testing.assert_array_equal(np.where(np.isfinite(hi), hi, -np.inf).max(axis=1), np.linspace(0.6, 1.6, 64))
+    same = [a for a in ROW_ARRAYS if getattr(solver.m, a) is before[a]]
+    assert "row_k" in same and "row_c" in same and "row_hi" not in same  # the other columns were not touched
+    out = solver.run(20, 5, 1e-3)
+    assert np.isfinite(out.pos).all()
+
+
+def test_a_gain_that_would_switch_a_drive_off_is_refused():
     model = driven_pendulum(k=1.0, c=0.0).replicate(2)
     solver = Solver(model, "cpu", threads=1)
     with pytest.raises(UsdphysError, match="/pivot: the per-world parameters of world 1 .joint.drive_stiffness."):
         solver.set_parameter("joint.drive_stiffness", [1.0, 0.0], index=("/pivot", "rotY"))
-    assert solver.dm.drive_map  # refused by the direct path, which was in use
+    solver.set_parameter("joint.drive_stiffness", [1.0, 2.0], index=("/pivot", "rotY"))
     solver.set_parameter("joint.drive_damping", [0.5, 0.0], index=("/pivot", "rotX"))  # a locked DOF: no row
     with pytest.raises(UsdphysError, match="/pivot: the per-world parameters of world 0"):
         solver.set_parameter("joint.drive_stiffness", [0.0, 0.0], index=("/pivot", "rotY"))
 
 
-def test_a_drive_map_the_full_build_does_not_confirm_is_not_used(monkeypatch):
-    """The map is trusted only after it predicted the full build's columns for a probe: one
-    that names the wrong DOF is rejected, and the values then go through the full build."""
-    from usdphys.solver import drive_map
+def test_a_template_whose_cells_are_not_plain_copies_is_not_used(monkeypatch):
+    """A template is trusted only where every changed cell holds one entry's value unchanged in
+    all three builds: with a limit column that is not a copy of the limit, the worlds are built
+    one by one, and their columns are still those of the world-by-world build."""
+    from usdphys.solver import io
 
-    find = drive_map.find_drive_rows
+    ranges = io.twist_limit_ranges
 
-    def wrong_dof(model, rows):
-        m = find(model, rows)
-        return drive_map.DriveMap(row=m.row, joint=m.joint, dof=(m.dof + 1) % 6)
+    def doubled(model, rows):
+        lo, hi = ranges(model, rows)
+        return lo, 2.0 * hi
 
-    monkeypatch.setattr(drive_map, "find_drive_rows", wrong_dof)
-    model = driven_pendulum(k=1.0, c=0.1).replicate(2)
-    live, built = both(model, [("joint.drive_target_pos", [0.3, -0.2], ("/pivot", "rotY"))], threads=1)
-    np.testing.assert_array_equal(live.pos, built.pos)
-    assert np.ptp(live.pos[-1, :, 0, 0]) > 1e-3
+    monkeypatch.setattr(io, "twist_limit_ranges", doubled)
+    model = driven_pendulum(k=1.0, c=0.1, upper=1.0).replicate(8)
+    model.set_parameter("joint.upper", np.linspace(0.5, 1.5, 8), index=("/pivot", 4))
     solver = Solver(model, "cpu", threads=1)
-    solver.set_parameter("joint.drive_target_pos", [0.3, -0.2], ("/pivot", "rotY"))
-    assert solver.dm.drive_map is False
+    assert solver.dm.row_classes.templates == [None]
+    assert list(solver.dm.row_templates.values()) == [False]
+    for column, values in exact_columns(model, solver).items():
+        np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], values.shape), values, column)
+    hi = solver.m.row_hi.numpy()
+    np.testing.assert_array_equal(np.where(np.isfinite(hi), hi, -np.inf).max(axis=1), 2.0 * np.linspace(0.5, 1.5, 8))
+
+
+def test_distance_bounds_per_world_are_filled_and_a_bound_pair_that_closes_is_refused():
+    """A distance joint's rows depend on whether its minimum reaches its maximum (one equal row
+    instead of two limit rows): part of a world's class, so such a world is built, and refused."""
+    model = Model()
+    model.gravity = np.array([0.0, 0.0, -9.81])
+    b = model.add_body("/bob", 1.0, [0.01, 0.01, 0.01], pos=[0.3, 0.0, -0.9])
+    model.add_joint("/rope", -1, b, kind="distance", is_distance=True, dist_min=0.5, dist_max=1.2)
+    model.add_joint("/hinge", -1, b, pos1=[-0.3, 0.0, 0.9], locked=[False, True, False, True, False, True],
+                    lower=[-0.2, 0, -1.0, 0, -0.5, 0], upper=[0.2, 0, 1.0, 0, 0.5, 0])
+    model = model.replicate(6)
+    low = np.linspace(0.4, 0.6, 6)
+    model.set_parameter("joint.min_distance", low, index="/rope")
+    model.set_parameter("joint.max_distance", low + 0.7, index="/rope")
+    solver = Solver(model, "cpu", threads=1)
+    assert all(solver.dm.row_classes.templates)
+    for column, values in exact_columns(model, solver).items():
+        np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], values.shape), values, column)
+    assert np.isfinite(solver.run(10, 5, 1e-3).pos).all()
+    closed = low + 0.7
+    closed[3] = 0.3  # world 3: maximum below its minimum
+    with pytest.raises(UsdphysError, match="/rope: the per-world parameters of world 3"):
+        solver.set_parameter("joint.max_distance", closed, index="/rope")

@@ -469,11 +469,12 @@ class Solver:
         run is the run of a Solver made from a model with that value.
 
         Structure is fixed as for Model.set_parameter: a value that would add or remove a limit,
-        drive or spring is refused (UsdphysError) and nothing changes. A drive value (target,
-        gain, bound) is written into its rows directly (solver.drive_map); another row parameter
-        (limits, springs, joint friction) costs one build of the row table per distinct world
-        (io.per_world_rows, ~1 ms each); a body parameter makes the next step factorise afresh
-        (a kept factor was of the old masses)."""
+        drive or spring is refused (UsdphysError) and nothing changes. A row parameter (drive
+        targets and gains, limits, springs, joint friction) whose new values keep each world's
+        class (sign, zero, infinite) is written into its cells of the row columns directly
+        (io.row_values); the first change of a class costs two or three builds of the row table;
+        a body parameter makes the next step factorise afresh (a kept factor was of the old
+        masses)."""
         model = copy.copy(self.model)  # the caller's Model stays as it was
         model.world_parameters = dict(self.model.world_parameters)
         params.set_parameter(model, name, values, index)

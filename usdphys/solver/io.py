@@ -31,13 +31,13 @@ from usdphys.errors import UsdphysError
 from usdphys.solver import forces, outputs
 from usdphys.solver import step as K
 from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
-from usdphys.solver.drive_map import DRIVE_COLUMNS, drive_columns, verified_drive_map
+from usdphys.solver.row_values import Classes, class_keys, fill, probe_template, refill, same_classes
 from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
 from usdphys.types.model import MODE_EQUAL, Model, RowTable
-from usdphys.types.params import (ROW_PARAMETERS, base_values, check_world_parameters, structure_change_error,
-                                  world_model)
+from usdphys.types.params import (ROW_PARAMETERS, base_values, check_world_parameters, parameter,
+                                  structure_change_error, world_model)
 from usdphys.types.rowgraph import RowPattern, row_pattern
 
 
@@ -67,7 +67,8 @@ class DeviceModel:
     user_laws: tuple = ()  # Warp functions compiled into the kernels (forces.install_user_laws)
     law_names: dict = field(default_factory=dict)  # user law name -> index (user_law_table)
     row_columns: dict | None = None  # the row value columns in use, (Wv, R) each (per_world_rows)
-    drive_map: object = None  # drive_map.DriveMap once verified, False where it cannot be used, None: not yet
+    row_classes: Classes | None = None  # the classes row_columns were made from (per_world_rows)
+    row_templates: dict = field(default_factory=dict)  # row_values.Template per class found so far
     gravity: np.ndarray = field(default=None)  # (W, 3) each world's gravity
     layout: str = "world_major"  # of the per-world arrays (world_array)
 
@@ -216,24 +217,75 @@ def _per_world(model: Model, name: str) -> np.ndarray:
     return base_values(model, name)[None]
 
 
-def per_world_rows(model: Model, rows: RowTable, elements, law_names=None) -> dict[str, np.ndarray]:
-    """The row value columns per world ((Wv, R) each, Wv = 1 when no row parameter is set):
-    the rows of each distinct world variant are built exactly as for a single-world model
-    (Model.constraint_rows, forces.build_element_rows), so a world equals the single-world run
-    with its values. A variant whose rows differ in anything but values is an error."""
-    names = [n for n in ROW_PARAMETERS if n in model.world_parameters]
+def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templates: dict | None = None,
+                   probe_all: bool = False) -> tuple[dict[str, np.ndarray], Classes | None]:
+    """The row value columns per world ((Wv, R) each, Wv = 1 when no row parameter is set) and
+    the classes they were made from (None when no world sets a row parameter): each world's
+    columns are those of the single-world model with its values (Model.constraint_rows,
+    forces.build_element_rows), built in full for one world of each class of values and filled
+    from that class's row_values.Template for the others. A world whose rows differ in anything
+    but values is an error. templates: found so far, {(names, class key): Template or False},
+    kept between calls (a Solver's) and extended here. A class of one or two worlds is built
+    world by world (a probe costs two builds) unless probe_all (a Solver whose values a loop
+    changes: the template then serves every later call)."""
+    names = tuple(n for n in ROW_PARAMETERS if n in model.world_parameters)
     lo, hi = twist_limit_ranges(model, rows)
     base = {c: np.asarray(getattr(rows, c), float)[None] for c in _ROW_VALUE_COLUMNS}
     base.update({c: np.asarray(elements.extra[c], float)[None] for c in _EXTRA_VALUE_COLUMNS})
     base.update(lo=lo[None], hi=hi[None])
     if not names:
-        return base
+        return base, None
     W, R = model.world_count, rows.count
-    out = {c: np.empty((W, R)) for c in base}
+    keys = class_keys(model, names)
+    joined = np.concatenate([np.zeros((W, 0), np.int8)] + list(keys.values()), axis=1)
+    group, first, ids = np.empty(W, np.int64), [], {}
+    for w in range(W):  # classes numbered in world order: a refusal names the first world it finds
+        group[w] = ids.setdefault(joined[w].tobytes(), len(ids))
+        if group[w] == len(first):
+            first.append(w)
+    templates = {} if templates is None else templates
+    used = [None] * len(first)
+    for g, w in enumerate(first):
+        template = templates.get((names, joined[w].tobytes()))
+        if template is None and (np.count_nonzero(group == g) > 2 or probe_all):
+            exact = _exact_rows(model, rows, elements, law_names, names, [int(w)])  # refuses a change of structure
+            template = probe_template(model, int(w), names, {c: v[w] for c, v in exact.items()},
+                                      lambda probe: _exact_rows(probe, rows, elements, law_names, names)) or False
+            templates[(names, joined[w].tobytes())] = template
+        used[g] = template or None
+    if all(used):
+        # a column that no parameter fills and that is alike in every class stays one row for all worlds
+        varies = {c for t in used for by in t.cells.values() for c in by}
+        varies |= {c for c in base if any(not np.array_equal(t.columns[c], used[0].columns[c]) for t in used)}
+        out = {c: np.empty((W, R)) if c in varies else np.asarray(used[0].columns[c])[None] for c in base}
+        values = {n: parameter(model, n).reshape(W, -1) for n in names}
+        for g, template in enumerate(used):
+            fill(template, values, np.flatnonzero(group == g), out, varies)
+    else:
+        out = {c: np.empty((W, R)) for c in base}
+        values = {n: parameter(model, n).reshape(W, -1) for n in names}
+        for g, template in enumerate(used):
+            worlds = np.flatnonzero(group == g)
+            if template:
+                fill(template, values, worlds, out, out.keys())
+                continue
+            exact = _exact_rows(model, rows, elements, law_names, names, worlds)
+            for c in out:
+                out[c][worlds] = exact[c][worlds]
+    return out, Classes(names=names, keys=keys, group=group, templates=used)
+
+
+def _exact_rows(model: Model, rows: RowTable, elements, law_names, names, worlds=None) -> dict[str, np.ndarray]:
+    """The value columns ((W, R) each; only the rows of `worlds` written, default all) of
+    `worlds`, one build of the single-world model per distinct world; the error of
+    params.structure_change_error where a world's rows differ from `rows` in structure."""
+    W, R = model.world_count, rows.count
+    worlds = range(W) if worlds is None else worlds
+    out = {c: np.zeros((W, R)) for c in _ROW_VALUE_COLUMNS + _EXTRA_VALUE_COLUMNS + ("lo", "hi")}
     groups: dict[bytes, list[int]] = {}
-    for w in range(W):
+    for w in worlds:
         key = b"".join(np.ascontiguousarray(model.world_parameters[n][w]).tobytes() for n in names)
-        groups.setdefault(key, []).append(w)
+        groups.setdefault(key, []).append(int(w))
     with quiet():  # the base build already warned about anything structural
         for ws in groups.values():
             mw = world_model(model, ws[0], names)
@@ -345,8 +397,9 @@ def parameter_arrays(dm: DeviceModel, model: Model, groups, materials=None, chan
     before anything is uploaded, so a refused value (a variant that changes which limits,
     drives or springs exist) leaves the solver as it was. materials: the shapes' own values
     ({attr: (1, S)}) when `model` varies none. changed: the one parameter that differs from the
-    arrays in use (Solver.set_parameter); a drive value is then written into its rows directly
-    (drive_map) instead of rebuilding every world's row table."""
+    arrays in use (Solver.set_parameter); where its values keep every world's class, only its
+    cells of the row columns are rewritten (row_values.refill) and the other columns stay the
+    arrays in use."""
     out = {}
     if "gravity" in groups:
         out["gravity"] = _per_world(model, "gravity")  # (Wv, 3)
@@ -359,14 +412,16 @@ def parameter_arrays(dm: DeviceModel, model: Model, groups, materials=None, chan
         out["inertia"] = np.where(inertia > 0, inertia, 1.0)
         out["inv_inertia"] = np.where(live[..., None] & (inertia > 0), 1.0 / np.where(inertia > 0, inertia, 1.0), 0.0)
     if "rows" in groups:
-        if changed in DRIVE_COLUMNS and dm.row_columns is not None:
-            if dm.drive_map is None:
-                dm.drive_map = verified_drive_map(
-                    model, dm.rows, lambda probe: per_world_rows(probe, dm.rows, dm.elements, dm.law_names)) or False
-            if dm.drive_map:
-                out["rows"] = drive_columns(dm.row_columns, dm.drive_map, model, changed, model.world_count)
+        cls = dm.row_classes
+        if changed in ROW_PARAMETERS and dm.row_columns is not None and cls is not None and changed in cls.names \
+                and tuple(n for n in ROW_PARAMETERS if n in model.world_parameters) == cls.names \
+                and same_classes(class_keys(model, (changed,)), cls.keys, (changed,)):  # its cells only
+            columns = refill(dm.row_columns, cls, changed, parameter(model, changed).reshape(model.world_count, -1))
+            if columns is not None:
+                out["rows"], out["row_classes"] = columns, cls
         if "rows" not in out:
-            out["rows"] = per_world_rows(model, dm.rows, dm.elements, dm.law_names)
+            out["rows"], out["row_classes"] = per_world_rows(model, dm.rows, dm.elements, dm.law_names,
+                                                             dm.row_templates, probe_all=changed is not None)
     if "materials" in groups and dm.contact.n_pairs:
         for attr, name in _MATERIAL_FIELDS:
             if name in model.world_parameters:
@@ -418,7 +473,7 @@ def put_parameter_arrays(dm: DeviceModel, arrays: dict, device, worlds: int) -> 
                 continue
             values = np.minimum(cols[column], 1e300) if column == "max_force" else cols[column]
             setattr(owner, attr, per_world(values, wp.float64, Rn))  # m.el: through m, its nested struct's own
-        dm.row_columns = cols
+        dm.row_columns, dm.row_classes = cols, arrays.get("row_classes")
     for attr, _ in _MATERIAL_FIELDS:
         if attr in arrays:
             setattr(cm, attr, world_array(arrays[attr], wp.float64, device, worlds, layout))
