@@ -19,6 +19,7 @@ from test_worlds import driven_pendulum, spring_stage
 from usdphys.errors import UsdphysError
 from usdphys.solver import Solver
 from usdphys.types.model import Model
+from usdphys.types.params import PARAMETERS
 
 
 def both(model, changes, frames=40, substeps=5, **kw):
@@ -308,3 +309,47 @@ def test_distance_bounds_per_world_are_filled_and_a_bound_pair_that_closes_is_re
     closed[3] = 0.3  # world 3: maximum below its minimum
     with pytest.raises(UsdphysError, match="/rope: the per-world parameters of world 3"):
         solver.set_parameter("joint.max_distance", closed, index="/rope")
+
+
+ELEMENT_VALUES = ("spring.stiffness", "spring.damping", "spring.rest_length", "joint_dof.static_friction",
+                  "joint_dof.dynamic_friction", "joint.drive_stiffness", "joint.drive_damping")
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.sampled_from([0.0, 100.0, -40.0]), st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 0.125]),
+       st.sampled_from([0.0, 0.1]), st.sets(st.sampled_from(ELEMENT_VALUES), min_size=1, max_size=4),
+       st.integers(0, 2**31 - 1))
+def test_element_values_filled_from_templates_equal_a_build_of_every_world(k, c, friction, drive_k, names, seed):
+    """Spring constants (any sign, zero too: no class), joint friction and drive gains (zero or
+    positive: their class) set per world on a stage with a spring-damper, NewtonJointAPI friction
+    and a drive: the Solver's row columns, and those after set_parameter, equal the world-by-world
+    build bit for bit."""
+    from usdphys.usd.reader import read_stage
+
+    model, _ = read_stage(spring_stage(k=k, c=c, friction=friction, drive_k=drive_k))
+    model = model.replicate(6)
+    rng = np.random.default_rng(seed)
+
+    def values():
+        out = {}
+        for name in sorted(names):
+            base = model.parameter(name)
+            if PARAMETERS[name].accepts == "finite":
+                v = base + rng.choice([-1.0, 0.0, 1.0], base.shape) * rng.uniform(0.5, 50.0, base.shape)
+                v[rng.random(base.shape) < 0.3] = 0.0
+            else:  # a zero stays zero (no row there), a positive value stays positive
+                v = base * rng.uniform(0.5, 2.0, base.shape)
+            out[name] = v
+        return out
+
+    first = values()
+    for name, v in first.items():
+        model.set_parameter(name, v)
+    solver = Solver(model, "cpu", threads=1)
+    for column, exact in exact_columns(model, solver).items():
+        np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], exact.shape), exact, column)
+    assert all(solver.dm.row_classes.templates)
+    for name, v in values().items():
+        solver.set_parameter(name, v)
+        for column, exact in exact_columns(solver.model, solver).items():
+            np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], exact.shape), exact, column)
