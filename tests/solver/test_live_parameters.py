@@ -353,3 +353,16 @@ def test_element_values_filled_from_templates_equal_a_build_of_every_world(k, c,
         solver.set_parameter(name, v)
         for column, exact in exact_columns(solver.model, solver).items():
             np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], exact.shape), exact, column)
+
+
+def test_classes_of_one_world_among_many_are_filled_in_their_own_world_only():
+    """Damping zero in one world (its drive stays on through its stiffness): a class of that
+    world alone beside a class of four, both from templates once set_parameter has probed them;
+    each world's columns are its own build's."""
+    model = driven_pendulum(k=1.0, c=0.1, upper=1.0).replicate(5)
+    solver = Solver(model, "cpu", threads=1)
+    for damping in ([0.5, 0.0, 0.7, 0.9, 0.3], [0.6, 0.0, 0.8, 1.0, 0.4]):
+        solver.set_parameter("joint.drive_damping", damping, index=("/pivot", "rotY"))
+        assert len(solver.dm.row_classes.templates) == 2 and all(solver.dm.row_classes.templates)
+        for column, exact in exact_columns(solver.model, solver).items():
+            np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], exact.shape), exact, column)

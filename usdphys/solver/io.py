@@ -253,17 +253,16 @@ def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templ
                                       lambda probe: _exact_rows(probe, rows, elements, law_names, names)) or False
             templates[(names, joined[w].tobytes())] = template
         used[g] = template or None
+    values = {n: parameter(model, n).reshape(W, -1) for n in names}
     if all(used):
         # a column that no parameter fills and that is alike in every class stays one row for all worlds
         varies = {c for t in used for by in t.cells.values() for c in by}
         varies |= {c for c in base if any(not np.array_equal(t.columns[c], used[0].columns[c]) for t in used)}
         out = {c: np.empty((W, R)) if c in varies else np.asarray(used[0].columns[c])[None] for c in base}
-        values = {n: parameter(model, n).reshape(W, -1) for n in names}
         for g, template in enumerate(used):
             fill(template, values, np.flatnonzero(group == g), out, varies)
     else:
         out = {c: np.empty((W, R)) for c in base}
-        values = {n: parameter(model, n).reshape(W, -1) for n in names}
         for g, template in enumerate(used):
             worlds = np.flatnonzero(group == g)
             if template:

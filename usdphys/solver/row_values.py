@@ -134,7 +134,7 @@ def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def fill(template: Template, values: dict, worlds: np.ndarray, out: dict, columns) -> None:
     """Write `columns` of `worlds` into out ((W, R) each) from the template and the worlds'
     values ({name: (W, n) flat entries})."""
-    every = worlds.size == next(iter(out.values())).shape[0]
+    every = worlds.size == next(iter(values.values())).shape[0]  # all W worlds (out may hold (1, R) columns)
     for column in columns:
         out[column][slice(None) if every else worlds] = template.columns[column]
     for name, by in template.cells.items():
