@@ -11,6 +11,10 @@ replicated W times, each world its own limits. Side by side, in seconds of wall 
   set_parameter    Solver.set_parameter moving every world's limits again (same classes: only the
                    limit cells rewritten, then uploaded)
 and whether the template columns equal the world-by-world ones (checked on the timed worlds).
+Then a control loop's case: chain-N in W worlds, every hinge driven and limited, a running
+Solver given new per-world drive targets, drive damping and upper limits between calls
+(milliseconds a call, median of the calls after the first; the first, which probes the class,
+in brackets), beside the time of one step of all W worlds.
 """
 from __future__ import annotations
 
@@ -46,6 +50,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[30, 300])
     ap.add_argument("--worlds", type=int, nargs="+", default=[16, 256, 4096])
+    ap.add_argument("--loop", type=int, nargs=2, default=[30, 256], metavar=("N", "WORLDS"),
+                    help="the control loop's chain and worlds")
     args = ap.parse_args(argv)
     from usdphys.solver import Solver, io
     from usdphys.solver.warpinit import init_warp
@@ -75,7 +81,41 @@ def main(argv=None) -> int:
             scaled = "*" if sample.size < W else " "
             print(f"{n:>4} {W:>7} {by_world:>14.3g}{scaled} {templated:>10.3g} {live:>14.3g}  {equal}", flush=True)
     print(f"* timed on {EXACT_SAMPLE} worlds, scaled to all")
+    control_loop(*args.loop)
     return 0
+
+
+def control_loop(n: int, worlds: int, calls: int = 12) -> None:
+    """set_parameter between calls on a running Solver (see the module docstring)."""
+    from usdphys.solver import Solver
+
+    model = chain_model(n)
+    model.joint_drive_stiffness[:, 4] = 5.0
+    model.joint_drive_damping[:, 4] = 0.5
+    model.joint_lower[:, 4] = -1.5
+    model.joint_upper[:, 4] = 1.5
+    model = model.replicate(worlds)
+    solver = Solver(model, "cpu")
+    solver.run(1, 2, 1e-3)
+    rng = np.random.default_rng(7)
+    cells = []
+    for name, lo, hi in (("joint.drive_target_pos", -0.5, 0.5), ("joint.drive_damping", 0.2, 0.8),
+                         ("joint.upper", 1.2, 1.8)):
+        times = []
+        for _ in range(calls):
+            values = model.parameter(name)
+            values[:, :, 4] = rng.uniform(lo, hi, values.shape[:2])
+            t0 = time.perf_counter()
+            solver.set_parameter(name, values)
+            times.append(time.perf_counter() - t0)
+        cells.append(f"{1e3 * np.median(times[1:]):.3g} [{1e3 * times[0]:.3g}]")
+    t0 = time.perf_counter()
+    solver.run(1, 10, 1e-3)
+    step = (time.perf_counter() - t0) / 10
+    print(f"\ncontrol loop: chain-{n}, {worlds} worlds, every hinge driven and limited; ms a set_parameter call "
+          f"(median of {calls - 1}) [first call]")
+    print(f"{'drive target':>16} {'drive damping':>16} {'upper limit':>16} {'one step':>10}")
+    print(f"{cells[0]:>16} {cells[1]:>16} {cells[2]:>16} {1e3 * step:>10.3g}")
 
 
 if __name__ == "__main__":
