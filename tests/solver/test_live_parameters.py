@@ -366,3 +366,31 @@ def test_classes_of_one_world_among_many_are_filled_in_their_own_world_only():
         assert len(solver.dm.row_classes.templates) == 2 and all(solver.dm.row_classes.templates)
         for column, exact in exact_columns(solver.model, solver).items():
             np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], exact.shape), exact, column)
+
+
+def test_many_small_classes_are_built_world_by_world_not_probed(monkeypatch):
+    """20 worlds, each with its own pattern of zero drive dampings (the drives stay on through
+    their stiffness): 20 classes of one world. A probe would cost two more builds a world, so
+    past io.PROBED_CLASSES they are built one by one, as before templates, and still exactly."""
+    from usdphys.solver import forces, io
+
+    model = Model()
+    model.gravity = np.array([0.0, 0.0, -9.81])
+    for i in range(5):
+        b = model.add_body(f"/b{i}", 1.0, [0.1, 0.2, 0.3], pos=[0.0, 0.0, -0.5 * (i + 1)])
+        model.add_joint(f"/j{i}", b - 1, b, pos0=[0.0, 0.0, -0.5 * i], pos1=[0.0, 0.0, 0.5] if i == 0 else [0.0, 0.0, 0.0],
+                        locked=[True, True, True, True, False, True], kind="joint",
+                        drive_stiffness=[0, 0, 0, 0, 2.0, 0], drive_damping=[0, 0, 0, 0, 0.5, 0])
+    model = model.replicate(20)
+    solver = Solver(model, "cpu", threads=1)
+    damping = model.parameter("joint.drive_damping")
+    pattern = (np.arange(20)[:, None] >> np.arange(5)[None, :]) & 1  # world w: the bits of w
+    damping[:, :, 4] = np.where(pattern == 1, 0.0, 0.3 + 0.01 * np.arange(20)[:, None])
+    builds = []
+    build = forces.build_element_rows
+    monkeypatch.setattr(forces, "build_element_rows", lambda *a, **k: builds.append(1) or build(*a, **k))
+    solver.set_parameter("joint.drive_damping", damping)
+    assert len(solver.dm.row_classes.templates) == 20 > io.PROBED_CLASSES
+    assert len(builds) == 20  # one a world, no probes
+    for column, exact in exact_columns(solver.model, solver).items():
+        np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], exact.shape), exact, column)

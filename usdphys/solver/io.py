@@ -217,6 +217,9 @@ def _per_world(model: Model, name: str) -> np.ndarray:
     return base_values(model, name)[None]
 
 
+PROBED_CLASSES = 16  # per_world_rows: classes of one or two worlds probed on a running Solver up to this count
+
+
 def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templates: dict | None = None,
                    probe_all: bool = False) -> tuple[dict[str, np.ndarray], Classes | None]:
     """The row value columns per world ((Wv, R) each, Wv = 1 when no row parameter is set) and
@@ -227,7 +230,9 @@ def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templ
     but values is an error. templates: found so far, {(names, class key): Template or False},
     kept between calls (a Solver's) and extended here. A class of one or two worlds is built
     world by world (a probe costs two builds) unless probe_all (a Solver whose values a loop
-    changes: the template then serves every later call)."""
+    changes: the template then serves every later call) and there are at most PROBED_CLASSES
+    classes (worlds that each have their own, e.g. a random pattern of zero frictions, would
+    pay three builds a world for templates a later call may never use)."""
     names = tuple(n for n in ROW_PARAMETERS if n in model.world_parameters)
     lo, hi = twist_limit_ranges(model, rows)
     base = {c: np.asarray(getattr(rows, c), float)[None] for c in _ROW_VALUE_COLUMNS}
@@ -247,7 +252,7 @@ def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templ
     used = [None] * len(first)
     for g, w in enumerate(first):
         template = templates.get((names, joined[w].tobytes()))
-        if template is None and (np.count_nonzero(group == g) > 2 or probe_all):
+        if template is None and (np.count_nonzero(group == g) > 2 or (probe_all and len(first) <= PROBED_CLASSES)):
             exact = _exact_rows(model, rows, elements, law_names, names, [int(w)])  # refuses a change of structure
             template = probe_template(model, int(w), names, {c: v[w] for c, v in exact.items()},
                                       lambda probe: _exact_rows(probe, rows, elements, law_names, names)) or False
