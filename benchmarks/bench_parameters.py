@@ -64,7 +64,7 @@ def main(argv=None) -> int:
             model = limited_chain(n, W)
             solver = Solver(model, "cpu", threads=1)
             dm = solver.dm
-            names = tuple(k for k in io.ROW_PARAMETERS if k in model.world_parameters)
+            names = io.varied_row_parameters(model)
             sample = np.unique(np.linspace(0, W - 1, min(W, EXACT_SAMPLE)).astype(int))
             t0 = time.perf_counter()
             exact = io._exact_rows(model, dm.rows, dm.elements, dm.law_names, names, sample)

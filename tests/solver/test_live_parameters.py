@@ -184,7 +184,7 @@ def exact_columns(model, solver):
     from usdphys.solver import io
 
     dm = solver.dm
-    names = tuple(n for n in io.ROW_PARAMETERS if n in model.world_parameters)
+    names = io.varied_row_parameters(model)
     return io._exact_rows(model, dm.rows, dm.elements, dm.law_names, names)
 
 

@@ -471,8 +471,9 @@ class Solver:
         Structure is fixed as for Model.set_parameter: a value that would add or remove a limit,
         drive or spring is refused (UsdphysError) and nothing changes. A row parameter (drive
         targets and gains, limits, springs, joint friction) whose new values keep each world's
-        class (sign, zero, infinite) is written into its cells of the row columns directly
-        (io.row_values); the first change of a class costs two or three builds of the row table;
+        class (a limit infinite or not, a gain zero or not) is written into its cells of the row
+        columns directly (solver/row_values.py); the first change of a class costs two or three
+        builds of the row table;
         a body parameter makes the next step factorise afresh (a kept factor was of the old
         masses)."""
         model = copy.copy(self.model)  # the caller's Model stays as it was

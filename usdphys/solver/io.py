@@ -217,6 +217,11 @@ def _per_world(model: Model, name: str) -> np.ndarray:
     return base_values(model, name)[None]
 
 
+def varied_row_parameters(model: Model) -> tuple:
+    """The row parameters some world of `model` sets, in ROW_PARAMETERS order."""
+    return tuple(n for n in ROW_PARAMETERS if n in model.world_parameters)
+
+
 PROBED_CLASSES = 16  # per_world_rows: classes of one or two worlds probed on a running Solver up to this count
 
 
@@ -233,7 +238,7 @@ def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templ
     changes: the template then serves every later call) and there are at most PROBED_CLASSES
     classes (worlds that each have their own, e.g. a random pattern of zero frictions, would
     pay three builds a world for templates a later call may never use)."""
-    names = tuple(n for n in ROW_PARAMETERS if n in model.world_parameters)
+    names = varied_row_parameters(model)
     lo, hi = twist_limit_ranges(model, rows)
     base = {c: np.asarray(getattr(rows, c), float)[None] for c in _ROW_VALUE_COLUMNS}
     base.update({c: np.asarray(elements.extra[c], float)[None] for c in _EXTRA_VALUE_COLUMNS})
@@ -259,23 +264,20 @@ def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templ
             templates[(names, joined[w].tobytes())] = template
         used[g] = template or None
     values = {n: parameter(model, n).reshape(W, -1) for n in names}
+    # a column that no parameter fills and that is alike in every class stays one row for all worlds
+    varies = set(base)
     if all(used):
-        # a column that no parameter fills and that is alike in every class stays one row for all worlds
         varies = {c for t in used for by in t.cells.values() for c in by}
         varies |= {c for c in base if any(not np.array_equal(t.columns[c], used[0].columns[c]) for t in used)}
-        out = {c: np.empty((W, R)) if c in varies else np.asarray(used[0].columns[c])[None] for c in base}
-        for g, template in enumerate(used):
+    out = {c: np.empty((W, R)) if c in varies else np.asarray(used[0].columns[c])[None] for c in base}
+    for g, template in enumerate(used):
+        if template:
             fill(template, values, np.flatnonzero(group == g), out, varies)
-    else:
-        out = {c: np.empty((W, R)) for c in base}
-        for g, template in enumerate(used):
-            worlds = np.flatnonzero(group == g)
-            if template:
-                fill(template, values, worlds, out, out.keys())
-                continue
-            exact = _exact_rows(model, rows, elements, law_names, names, worlds)
-            for c in out:
-                out[c][worlds] = exact[c][worlds]
+    built = np.flatnonzero([used[g] is None for g in group])  # the worlds of classes without a template
+    if built.size:
+        exact = _exact_rows(model, rows, elements, law_names, names, built)  # one pass: one build per distinct world
+        for c in out:
+            out[c][built] = exact[c][built]
     return out, Classes(names=names, keys=keys, group=group, templates=used)
 
 
@@ -418,7 +420,7 @@ def parameter_arrays(dm: DeviceModel, model: Model, groups, materials=None, chan
     if "rows" in groups:
         cls = dm.row_classes
         if changed in ROW_PARAMETERS and dm.row_columns is not None and cls is not None and changed in cls.names \
-                and tuple(n for n in ROW_PARAMETERS if n in model.world_parameters) == cls.names \
+                and varied_row_parameters(model) == cls.names \
                 and same_classes(class_keys(model, (changed,)), cls.keys, (changed,)):  # its cells only
             columns = refill(dm.row_columns, cls, changed, parameter(model, changed).reshape(model.world_count, -1))
             if columns is not None:
