@@ -6,6 +6,7 @@ where it ended and follows the new value: checked against the theory of what the
 (a pendulum's period, a drive's equilibrium)."""
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -242,12 +243,16 @@ def test_many_worlds_of_one_class_cost_three_builds_and_a_change_of_values_none(
     solver = Solver(model, "cpu", threads=1)
     assert len(builds) == 1 + 3  # the model's own rows, then one class: its world and two probes
     before = {a: getattr(solver.m, a) for a in ROW_ARRAYS}
+    values = {a: before[a].numpy().copy() for a in ROW_ARRAYS}
     solver.set_parameter("joint.upper", np.linspace(0.6, 1.6, 64), index=("/pivot", 4))
     assert len(builds) == 4
     hi = solver.m.row_hi.numpy()
     np.testing.assert_array_equal(np.where(np.isfinite(hi), hi, -np.inf).max(axis=1), np.linspace(0.6, 1.6, 64))
-    same = [a for a in ROW_ARRAYS if getattr(solver.m, a) is before[a]]
-    assert "row_k" in same and "row_c" in same and "row_hi" not in same  # the other columns were not touched
+    # every column keeps its array (the limit cells written where they stand: nothing of 64
+    # worlds' columns copied), and only the limit's columns changed values
+    assert all(getattr(solver.m, a) is before[a] for a in ROW_ARRAYS)
+    changed = [a for a in ROW_ARRAYS if not np.array_equal(getattr(solver.m, a).numpy(), values[a])]
+    assert changed == ["row_value", "row_hi"]
     out = solver.run(20, 5, 1e-3)
     assert np.isfinite(out.pos).all()
 
@@ -394,3 +399,41 @@ def test_many_small_classes_are_built_world_by_world_not_probed(monkeypatch):
     assert len(builds) == 20  # one a world, no probes
     for column, exact in exact_columns(solver.model, solver).items():
         np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], exact.shape), exact, column)
+
+
+
+@pytest.mark.parametrize("layout", ["world_major", "world_minor"])
+@pytest.mark.parametrize("start", ["alike", "two classes"])
+def test_limits_rewritten_in_place_equal_a_model_built_with_them(layout, start):
+    """Limits moved within their class on a Solver are written into the column arrays it has
+    (either layout; worlds of one class, or of two: drive damping zero in two of them), or into
+    a new array where one stored row served all worlds; the columns then equal those of a
+    Solver built from the model with the values, and so does the run, bit for bit."""
+    model = driven_pendulum(k=1.0, c=0.1, upper=math.radians(50.0)).replicate(6)
+    model.set_parameter("joint.upper", [math.radians(50.0)] * 6, index=("/pivot", 4))
+    if start == "two classes":
+        model.set_parameter("joint.drive_damping", [0.1] * 4 + [0.0] * 2, index=("/pivot", "rotY"))
+
+    def upper(degrees):
+        return [math.radians(a) for a in degrees]
+
+    solver = Solver(model, "cpu", threads=2, layout=layout)
+    for degrees in ([45.0, 60.0, 41.0, 80.0, 50.0, 55.0], [44.0, 61.0, 42.0, 79.0, 51.0, 56.0]):
+        stored_per_world = solver.m.row_hi.strides[0] != 0
+        arrays = {a: getattr(solver.m, a) for a in ROW_ARRAYS}
+        solver.set_parameter("joint.upper", upper(degrees), index=("/pivot", 4))
+        assert (solver.m.row_hi is arrays["row_hi"]) == stored_per_world
+        assert all(getattr(solver.m, a) is arrays[a] for a in ROW_ARRAYS if a not in ("row_hi", "row_value"))
+        built = copy.copy(model)  # every world's own values (replicate would take world 0's)
+        built.world_parameters = dict(model.world_parameters)
+        built.set_parameter("joint.upper", upper(degrees), index=("/pivot", 4))
+        reference = Solver(built, "cpu", threads=2, layout=layout)
+        for attr in ROW_ARRAYS:
+            np.testing.assert_array_equal(getattr(solver.m, attr).numpy(), getattr(reference.m, attr).numpy(),
+                                          err_msg=attr)
+    assert stored_per_world  # the second change was written in place
+    live, ref = solver.run(60, 5, 1e-3), reference.run(60, 5, 1e-3)
+    np.testing.assert_array_equal(live.pos, ref.pos)
+    np.testing.assert_array_equal(live.rot, ref.rot)
+    assert np.max(swing_angle(live.pos[:, 2, 0])) <= math.radians(42.0) + 1e-9  # world 2's stop holds
+    assert np.max(swing_angle(live.pos[:, 4, 0])) > math.radians(39.0)  # released at 40 deg, free or far

@@ -36,7 +36,7 @@ from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
 from usdphys.types.model import MODE_EQUAL, Model, RowTable
-from usdphys.types.params import (ROW_PARAMETERS, base_values, check_world_parameters, parameter,
+from usdphys.types.params import (ROW_PARAMETERS, base_values, check_world_parameters, parameter_view,
                                   structure_change_error, world_model)
 from usdphys.types.rowgraph import RowPattern, row_pattern
 
@@ -263,7 +263,7 @@ def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templ
                                       lambda probe: _exact_rows(probe, rows, elements, law_names, names)) or False
             templates[(names, joined[w].tobytes())] = template
         used[g] = template or None
-    values = {n: parameter(model, n).reshape(W, -1) for n in names}
+    values = {n: parameter_view(model, n).reshape(W, -1) for n in names}
     # a column that no parameter fills and that is alike in every class stays one row for all worlds
     varies = set(base)
     if all(used):
@@ -422,9 +422,13 @@ def parameter_arrays(dm: DeviceModel, model: Model, groups, materials=None, chan
         if changed in ROW_PARAMETERS and dm.row_columns is not None and cls is not None and changed in cls.names \
                 and varied_row_parameters(model) == cls.names \
                 and same_classes(class_keys(model, (changed,)), cls.keys, (changed,)):  # its cells only
-            columns = refill(dm.row_columns, cls, changed, parameter(model, changed).reshape(model.world_count, -1))
-            if columns is not None:
-                out["rows"], out["row_classes"] = columns, cls
+            # in place: the columns in use are this DeviceModel's own host copies, and nothing
+            # after this point refuses the change (the classes were checked above)
+            refilled = refill(dm.row_columns, cls, changed, parameter_view(model, changed).reshape(model.world_count, -1),
+                              in_place=True)
+            if refilled is not None:
+                out["rows"], out["row_classes"] = refilled[0], cls
+                out["rows_rewritten"] = refilled[1]
         if "rows" not in out:
             out["rows"], out["row_classes"] = per_world_rows(model, dm.rows, dm.elements, dm.law_names,
                                                              dm.row_templates, probe_all=changed is not None)
@@ -446,6 +450,19 @@ def _same_values(a: np.ndarray, b: np.ndarray) -> bool:
     except ValueError:
         return False
     return bool(np.array_equal(np.broadcast_to(a, shape), np.broadcast_to(b, shape)))
+
+
+def _assign_per_world(array, values: np.ndarray) -> bool:
+    """Write (W, n) values into a [world, entry] Warp array where it stands (either layout):
+    False, nothing written, where the array is stored once for all worlds (zero world stride)
+    or has another shape. Ordered after the launches already queued on its device."""
+    if array.strides[0] == 0 or tuple(array.shape) != np.shape(values):
+        return False
+    if array.device.is_cpu:
+        np.copyto(array.numpy(), values)  # a view of the array's memory on the CPU: one copy
+    else:
+        array.assign(values)
+    return True
 
 
 def put_parameter_arrays(dm: DeviceModel, arrays: dict, device, worlds: int) -> None:
@@ -471,13 +488,17 @@ def put_parameter_arrays(dm: DeviceModel, arrays: dict, device, worlds: int) -> 
         dm.inv_mass = _pad(arrays["inv_mass"][0], Bn, 0)
     if "rows" in arrays:
         cols, before = arrays["rows"], dm.row_columns or {}
+        rewritten = arrays.get("rows_rewritten", ())  # columns refilled in place: the same object, new values
         fields = (("value", m, "row_value"), ("stiffness", m, "row_k"), ("damping", m, "row_c"),
                   ("target_vel", m, "row_tv"), ("max_force", m, "row_fmax"), ("lo", m, "row_lo"),
                   ("hi", m, "row_hi"), ("fstatic", m.el, "fstatic"), ("fdynamic", m.el, "fdynamic"))
         for column, owner, attr in fields:  # a column that did not change keeps its array (a drive target: one)
-            if column in before and (before[column] is cols[column] or _same_values(before[column], cols[column])):
-                continue
             values = np.minimum(cols[column], 1e300) if column == "max_force" else cols[column]
+            if column in rewritten:
+                if _assign_per_world(getattr(owner, attr), values):
+                    continue
+            elif column in before and (before[column] is cols[column] or _same_values(before[column], cols[column])):
+                continue
             setattr(owner, attr, per_world(values, wp.float64, Rn))  # m.el: through m, its nested struct's own
         dm.row_columns, dm.row_classes = cols, arrays.get("row_classes")
     for attr, _ in _MATERIAL_FIELDS:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from usdphys.errors import UsdphysError, quiet
-from usdphys.types.params import PARAMETERS, parameter, world_model
+from usdphys.types.params import PARAMETERS, parameter, parameter_view, world_model
 
 _DISTANCE = ("joint.min_distance", "joint.max_distance")
 DISTANCE_ORDER = "distance order"  # class_keys' entry for min >= max of each distance joint
@@ -63,16 +63,16 @@ def class_keys(model, names) -> dict[str, np.ndarray]:
     W = model.world_count
     out = {}
     for name in names:
-        v = parameter(model, name).reshape(W, -1)  # NaN: a distance bound of a joint that has none
+        v = parameter_view(model, name).reshape(W, -1)  # NaN: a distance bound of a joint that has none
         accepts = PARAMETERS[name].accepts
         if accepts == "bound":
-            out[name] = (np.isposinf(v).astype(np.int8) - np.isneginf(v).astype(np.int8))
+            out[name] = (v == np.inf).view(np.int8) - (v == -np.inf).view(np.int8)
         elif accepts in ("positive", "nonnegative"):
             out[name] = np.where(np.isinf(v), 2, v > 0).astype(np.int8)
         else:
             out[name] = np.zeros((W, 0), np.int8)
     if any(n in names for n in _DISTANCE):
-        lo, hi = (parameter(model, n).reshape(W, -1) for n in _DISTANCE)
+        lo, hi = (parameter_view(model, n).reshape(W, -1) for n in _DISTANCE)
         out[DISTANCE_ORDER] = (np.isfinite(lo) & np.isfinite(hi) & (lo >= hi)).astype(np.int8)
     return out
 
@@ -145,19 +145,33 @@ def fill(template: Template, values: dict, worlds: np.ndarray, out: dict, column
                 out[column][np.ix_(worlds, rows)] = values[name][np.ix_(worlds, entries)]
 
 
-def refill(in_use: dict, classes: Classes, name: str, values: np.ndarray) -> dict | None:
+def refill(in_use: dict, classes: Classes, name: str, values: np.ndarray, in_place: bool = False) -> tuple | None:
     """The columns after only parameter `name` changed, its classes as before ((W, n) flat
-    values): the columns in use with that parameter's cells rewritten; every other column is the
-    same array (nothing to copy or upload). None where some class has no template."""
+    values): (columns, touched), the columns in use with that parameter's cells rewritten and
+    the names of the columns it rewrote; every other column is the same array (nothing to copy
+    or upload). None where some class has no template (nothing written then). in_place: a
+    touched column that is a (W, R) array of its own is written where it is (a large batch then
+    copies no column); one stored for all worlds, or a view, is copied first."""
     if any(t is None for t in classes.templates):
         return None
     out = dict(in_use)
     W = classes.group.shape[0]
-    touched = {c for t in classes.templates for c in t.cells[name]}
+    touched = sorted({c for t in classes.templates for c in t.cells[name]})
     for column in touched:
-        out[column] = np.array(np.broadcast_to(in_use[column], (W,) + np.shape(in_use[column])[1:]))
+        col = in_use[column]
+        if not (in_place and _own_full(col, W)):
+            out[column] = np.array(np.broadcast_to(col, (W,) + np.shape(col)[1:]))
     for g, t in enumerate(classes.templates):
         worlds = np.flatnonzero(classes.group == g)
         for column, (rows, entries) in t.cells[name].items():
-            out[column][np.ix_(worlds, rows)] = values[np.ix_(worlds, entries)]
-    return out
+            if worlds.size == W:  # one index array, not a grid of two: several times faster
+                out[column][:, rows] = values[:, entries]
+            else:
+                out[column][np.ix_(worlds, rows)] = values[np.ix_(worlds, entries)]
+    return out, tuple(touched)
+
+
+def _own_full(a, worlds: int) -> bool:
+    """a is a writable (worlds, ...) numpy array that owns its memory (no template's or
+    caller's array seen through it)."""
+    return isinstance(a, np.ndarray) and a.shape[0] == worlds and a.flags.owndata and a.flags.writeable

@@ -302,12 +302,23 @@ def _check_linear_laws(model, name: str, values: np.ndarray, base: np.ndarray) -
 
 
 def parameter(model, name: str) -> np.ndarray:
-    """(W, ...) values of parameter `name` each world simulates."""
+    """(W, ...) values of parameter `name` each world simulates (a copy of the caller's own)."""
     spec = _spec(name)
     if name in model.world_parameters:
         return np.array(model.world_parameters[name], float)
     base = base_values(model, name)
     return np.repeat(base[None], model.world_count, axis=0) if spec.entries or base.ndim else base
+
+
+def parameter_view(model, name: str) -> np.ndarray:
+    """parameter()'s values without the copy, for reading only: the stored array where a world
+    sets them (a batch of thousands of worlds holds tens of MB), else the model's own values
+    broadcast to every world."""
+    if name in model.world_parameters:
+        return np.asarray(model.world_parameters[name], float)
+    base = base_values(model, name)
+    return np.broadcast_to(base[None], (model.world_count,) + np.shape(base)) if _spec(name).entries or base.ndim \
+        else base
 
 
 def structure_change_error(what: str, world: int, names) -> UsdphysError:
