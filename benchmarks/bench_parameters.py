@@ -1,6 +1,6 @@
 """Host cost of per-world row parameters: worlds that each set their own joint limits.
 
-    python benchmarks/bench_parameters.py [--n 30 300] [--worlds 16 256 4096]
+    python benchmarks/bench_parameters.py [--n 30 300] [--worlds 16 256 4096] [--device cuda:0]
 
 A hanging chain of N rods (chain.py) with every hinge limited to +-(1.5 + a per-world offset) rad,
 replicated W times, each world its own limits. Side by side, in seconds of wall clock:
@@ -9,7 +9,7 @@ replicated W times, each world its own limits. Side by side, in seconds of wall 
   templates        io.per_world_rows as Solver and set_parameter call it: one world built and two
                    probed per class of values, the other worlds filled from the template
   set_parameter    Solver.set_parameter moving every world's limits again (same classes: only the
-                   limit cells rewritten, then uploaded)
+                   limit cells rewritten where they stand, on the host and the device)
 and whether the template columns equal the world-by-world ones (checked on the timed worlds).
 Then a control loop's case: chain-N in W worlds, every hinge driven and limited, a running
 Solver given new per-world drive targets, drive damping and upper limits between calls
@@ -52,7 +52,10 @@ def main(argv=None) -> int:
     ap.add_argument("--worlds", type=int, nargs="+", default=[16, 256, 4096])
     ap.add_argument("--loop", type=int, nargs=2, default=[30, 256], metavar=("N", "WORLDS"),
                     help="the control loop's chain and worlds")
+    ap.add_argument("--device", default="cpu", help="where the Solver runs (set_parameter uploads there)")
     args = ap.parse_args(argv)
+    import warp as wp
+
     from usdphys.solver import Solver, io
     from usdphys.solver.warpinit import init_warp
 
@@ -62,7 +65,7 @@ def main(argv=None) -> int:
     for n in args.n:
         for W in args.worlds:
             model = limited_chain(n, W)
-            solver = Solver(model, "cpu", threads=1)
+            solver = Solver(model, args.device, threads=1)
             dm = solver.dm
             names = io.varied_row_parameters(model)
             sample = np.unique(np.linspace(0, W - 1, min(W, EXACT_SAMPLE)).astype(int))
@@ -77,16 +80,19 @@ def main(argv=None) -> int:
             offset = np.linspace(0.1, 0.2, W)[:, None, None]
             t0 = time.perf_counter()
             solver.set_parameter("joint.upper", model.parameter("joint.upper") + offset)
+            wp.synchronize_device(args.device)  # the upload done
             live = time.perf_counter() - t0
             scaled = "*" if sample.size < W else " "
             print(f"{n:>4} {W:>7} {by_world:>14.3g}{scaled} {templated:>10.3g} {live:>14.3g}  {equal}", flush=True)
     print(f"* timed on {EXACT_SAMPLE} worlds, scaled to all")
-    control_loop(*args.loop)
+    control_loop(*args.loop, device=args.device)
     return 0
 
 
-def control_loop(n: int, worlds: int, calls: int = 12) -> None:
+def control_loop(n: int, worlds: int, calls: int = 12, device="cpu") -> None:
     """set_parameter between calls on a running Solver (see the module docstring)."""
+    import warp as wp
+
     from usdphys.solver import Solver
 
     model = chain_model(n)
@@ -95,7 +101,7 @@ def control_loop(n: int, worlds: int, calls: int = 12) -> None:
     model.joint_lower[:, 4] = -1.5
     model.joint_upper[:, 4] = 1.5
     model = model.replicate(worlds)
-    solver = Solver(model, "cpu")
+    solver = Solver(model, device)
     solver.run(1, 2, 1e-3)
     rng = np.random.default_rng(7)
     cells = []
@@ -107,12 +113,14 @@ def control_loop(n: int, worlds: int, calls: int = 12) -> None:
             values[:, :, 4] = rng.uniform(lo, hi, values.shape[:2])
             t0 = time.perf_counter()
             solver.set_parameter(name, values)
+            wp.synchronize_device(device)
             times.append(time.perf_counter() - t0)
         cells.append(f"{1e3 * np.median(times[1:]):.3g} [{1e3 * times[0]:.3g}]")
     t0 = time.perf_counter()
     solver.run(1, 10, 1e-3)
+    wp.synchronize_device(device)
     step = (time.perf_counter() - t0) / 10
-    print(f"\ncontrol loop: chain-{n}, {worlds} worlds, every hinge driven and limited; ms a set_parameter call "
+    print(f"\ncontrol loop ({device}): chain-{n}, {worlds} worlds, every hinge driven and limited; ms a set_parameter call "
           f"(median of {calls - 1}) [first call]")
     print(f"{'drive target':>16} {'drive damping':>16} {'upper limit':>16} {'one step':>10}")
     print(f"{cells[0]:>16} {cells[1]:>16} {cells[2]:>16} {1e3 * step:>10.3g}")

@@ -417,7 +417,7 @@ def test_limits_rewritten_in_place_equal_a_model_built_with_them(layout, start):
     def upper(degrees):
         return [math.radians(a) for a in degrees]
 
-    solver = Solver(model, "cpu", threads=2, layout=layout)
+    solver = Solver(model, threads=2, layout=layout)  # no device named: a GPU run may take CUDA
     for degrees in ([45.0, 60.0, 41.0, 80.0, 50.0, 55.0], [44.0, 61.0, 42.0, 79.0, 51.0, 56.0]):
         stored_per_world = solver.m.row_hi.strides[0] != 0
         arrays = {a: getattr(solver.m, a) for a in ROW_ARRAYS}
@@ -427,7 +427,7 @@ def test_limits_rewritten_in_place_equal_a_model_built_with_them(layout, start):
         built = copy.copy(model)  # every world's own values (replicate would take world 0's)
         built.world_parameters = dict(model.world_parameters)
         built.set_parameter("joint.upper", upper(degrees), index=("/pivot", 4))
-        reference = Solver(built, "cpu", threads=2, layout=layout)
+        reference = Solver(built, threads=2, layout=layout)
         for attr in ROW_ARRAYS:
             np.testing.assert_array_equal(getattr(solver.m, attr).numpy(), getattr(reference.m, attr).numpy(),
                                           err_msg=attr)
