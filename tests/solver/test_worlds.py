@@ -239,6 +239,9 @@ def test_bad_parameters_are_one_line_errors():
         (lambda: model.set_parameter("body.weight", 1.0), "unknown parameter 'body.weight'"),
         (lambda: model.set_parameter("body.mass", [[1.0, 2.0, 3.0]]), r"shape \(1, 3\)"),
         (lambda: model.set_parameter("body.mass", [1.0, -2.0], index=0), "not positive"),
+        (lambda: model.set_parameter("body.mass", [[1.0], [np.inf]]), "value inf is not positive"),  # every value
+        (lambda: model.set_parameter("body.mass", [[np.nan], [1.0]]), "value nan is not positive"),
+        (lambda: model.set_parameter("joint.drive_max_force", np.full((2, 1, 6), -1.0)), "not positive"),
         (lambda: model.set_parameter("body.mass", 1.0, index="/nope"), "no body '/nope'"),
         (lambda: model.set_parameter("joint.upper", np.nan, index=(0, 4)), "not bound"),
         (lambda: model.set_parameter("spring.stiffness", 1.0), "has no spring dampers"),
@@ -248,6 +251,12 @@ def test_bad_parameters_are_one_line_errors():
         with pytest.raises(UsdphysError, match=match) as err:
             call()
         assert "\n" not in str(err.value)
+    assert "body.mass" not in model.world_parameters  # a refused change leaves the model as it was
+    masses = np.array([[2.0], [3.0]])
+    model.set_parameter("body.mass", masses)  # every value given: the model keeps its own copy
+    masses[:] = -1.0
+    np.testing.assert_array_equal(model.parameter("body.mass"), [[2.0], [3.0]])
+    model.set_parameter("joint.drive_max_force", np.full((2, 1, 6), np.inf))  # unbounded: allowed
     # a limit that exists in one world only changes the rows: refused, naming the joint
     model.set_parameter("joint.upper", [1.0, np.inf], index=(0, 4))
     with pytest.raises(UsdphysError, match="/pivot: the per-world parameters of world 1"):

@@ -68,7 +68,7 @@ def class_keys(model, names) -> dict[str, np.ndarray]:
         if accepts == "bound":
             out[name] = (v == np.inf).view(np.int8) - (v == -np.inf).view(np.int8)
         elif accepts in ("positive", "nonnegative"):
-            out[name] = np.where(np.isinf(v), 2, v > 0).astype(np.int8)
+            out[name] = np.where(np.isinf(v), np.int8(2), (v > 0).view(np.int8))
         else:
             out[name] = np.zeros((W, 0), np.int8)
     if any(n in names for n in _DISTANCE):

@@ -210,7 +210,9 @@ def _check_values(name: str, spec: Parameter, values: np.ndarray) -> None:
     if spec.accepts == "bound":
         bad = np.isnan(values)
     elif spec.accepts == "positive":
-        bad = ~(values > 0) | np.isnan(values) | (np.isinf(values) & (name != "joint.drive_max_force"))
+        bad = ~(values > 0)  # NaN too
+        if name != "joint.drive_max_force":  # the one positive parameter that may be inf (no bound)
+            bad |= np.isinf(values)
     elif spec.accepts == "nonnegative":
         bad = ~np.isfinite(values) | (values < 0)
     elif spec.accepts == "unit":
@@ -218,7 +220,7 @@ def _check_values(name: str, spec: Parameter, values: np.ndarray) -> None:
     else:
         bad = ~np.isfinite(values)
     if np.any(bad):
-        v = values[bad].flat[0]
+        v = float(values[bad].flat[0])  # 'inf', not numpy's 'np.float64(inf)'
         what = "in [0, 1]" if spec.accepts == "unit" else spec.accepts
         raise UsdphysError(f"parameter '{name}': value {v!r} is not {what} ({spec.unit})")
 
@@ -261,11 +263,17 @@ def set_parameter(model, name: str, values, index=None) -> None:
                            f"model now has {W} worlds of shape {base.shape}: set it again after replicate / editing")
     if spec.entries and base.shape[0] == 0:
         raise UsdphysError(f"parameter '{name}': the model has no {spec.entries.replace('_', ' ')}")
-    cur = np.array(model.world_parameters.get(name, np.broadcast_to(base, (W,) + base.shape)), float)
     try:
         vals = np.asarray(values, float)
     except (TypeError, ValueError):
         raise UsdphysError(f"parameter '{name}': values must be numbers") from None
+    if index is None and vals.shape == (W,) + base.shape:  # every value given: nothing of the old kept
+        _check_values(name, spec, vals)
+        cur = np.array(vals)  # the model's own copy (the caller may reuse its array)
+        _check_linear_laws(model, name, cur, base)
+        model.world_parameters[name] = cur
+        return
+    cur = np.array(model.world_parameters.get(name, np.broadcast_to(base, (W,) + base.shape)), float)
     if index is None:
         target = cur.shape[1:]
         sel = (slice(None),)
