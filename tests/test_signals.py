@@ -46,7 +46,10 @@ def test_signal_during_simulate_leaves_nothing(tmp_path, signum, expect_rc, word
     sentinel = tmp_path / "started"
     cmd = [sys.executable, "-c", WRAPPER, str(sentinel), "simulate", str(PENDULUM), "-o", str(out),
            "--duration", "10000", "--fps", "30"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # the child gets SIGINT's default action whatever the test runner's: a runner started as a
+    # background job has SIGINT ignored, which a child inherits (and Python then keeps ignoring)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not sentinel.exists():
