@@ -955,7 +955,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     """One step of h (or the assembly when assemble != 0). Returns 1 when committed, 0 when
     the rows did not converge: then the bodies, element forces, unwrapped angles and motor
     references are as before (a retry recomputes them from the same start), and the caller
-    retries with smaller steps (advance_step). Only starting guesses (warm-start impulses,
+    retries with smaller steps (advance_frames). Only starting guesses (warm-start impulses,
     contact manifolds) may differ on the retry."""
     nb = m.n_bodies
     nr = m.n_rows
@@ -1221,38 +1221,6 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
 
 
 @wp.func
-def advance_step(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: Scratch, dg: Diagnostics,
-                 cm: ContactModel, cs: ContactState, w: int, t: wp.float64, h: wp.float64, tol: wp.float64) -> int:
-    """Advance world w from t by h; a step that does not converge is retried as two halves,
-    recursively, down to h / 2^MAX_HALVINGS. Returns 0 (status 3, the row and its residual
-    recorded) when even that fails. Bounded: at most 2^MAX_HALVINGS + MAX_HALVINGS tries."""
-    done = int(0)  # progress in units of h / STEP_UNITS
-    level = int(0)
-    unit = int(STEP_UNITS)  # units per step at this level
-    hs = h
-    while done < STEP_UNITS:
-        es.tnow[w] = t + h * (wp.float64(done) / wp.float64(STEP_UNITS))
-        if step_world(m, st, rs, es, sc, dg, cm, cs, w, hs, tol, 0) != 0:
-            done = done + unit
-        else:
-            dg.n_reduced[w] = dg.n_reduced[w] + 1
-            if level >= MAX_HALVINGS:
-                worst = int(-1)
-                for i in range(m.n_rows):
-                    if worst < 0 or wp.abs(sc.res[w, i]) > wp.abs(sc.res[w, worst]):
-                        worst = i
-                dg.status[w] = 3
-                dg.fail_row[w] = worst
-                dg.fail_err[w] = sc.conv_err[w]
-                dg.fail_time[w] = es.tnow[w]
-                return 0
-            level = level + 1
-            unit = unit // 2
-            hs = wp.float64(0.5) * hs
-    return 1
-
-
-@wp.func
 def check_world(m: ModelData, st: StateData, dg: Diagnostics, w: int, step: int) -> int:
     for b in range(m.n_bodies):
         x = st.pos[w, b]
@@ -1319,7 +1287,39 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
             t = t0 + wp.float64(k0 + (f0 + f) * substeps + s) * h
             if s == 0 and out.derived != 0:
                 save_prev(out, st.vel, st.omega, m.n_bodies, w)
-            if advance_step(m, st, rs, es, sc, dg, cm, cs, w, t, h, tol) == 0:
+            # Advance from t by h; a step that does not converge is retried as two halves,
+            # recursively, down to h / 2^MAX_HALVINGS, and the world stops (status 3, the row and
+            # its residual recorded) when even that fails: at most 2^MAX_HALVINGS + MAX_HALVINGS
+            # tries. Written here rather than as a function: Warp passes structs to a function by
+            # value, and on CUDA each level copies them into the thread's stack every step (this
+            # loop as a function: a 10,320-byte stack frame against 8,992, and 4 % fewer
+            # world-steps/s on an H200; the same on the CPU).
+            done = int(0)  # progress in units of h / STEP_UNITS
+            level = int(0)
+            unit = int(STEP_UNITS)  # units per step at this level
+            hs = h
+            failed = int(0)
+            while done < STEP_UNITS:
+                es.tnow[w] = t + h * (wp.float64(done) / wp.float64(STEP_UNITS))
+                if step_world(m, st, rs, es, sc, dg, cm, cs, w, hs, tol, 0) != 0:
+                    done = done + unit
+                else:
+                    dg.n_reduced[w] = dg.n_reduced[w] + 1
+                    if level >= MAX_HALVINGS:
+                        worst = int(-1)
+                        for i in range(m.n_rows):
+                            if worst < 0 or wp.abs(sc.res[w, i]) > wp.abs(sc.res[w, worst]):
+                                worst = i
+                        dg.status[w] = 3
+                        dg.fail_row[w] = worst
+                        dg.fail_err[w] = sc.conv_err[w]
+                        dg.fail_time[w] = es.tnow[w]
+                        failed = 1
+                        break
+                    level = level + 1
+                    unit = unit // 2
+                    hs = wp.float64(0.5) * hs
+            if failed != 0:
                 return
             if s == 0 and out.derived != 0:
                 record_derived(out, m.el, m.row_k[w], m.row_c[w], m.row_value[w], m.row_tv[w], m.gravity[w],
