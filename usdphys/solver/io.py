@@ -424,8 +424,7 @@ def parameter_arrays(dm: DeviceModel, model: Model, groups, materials=None, chan
                 and same_classes(class_keys(model, (changed,)), cls.keys, (changed,)):  # its cells only
             # in place: the columns in use are this DeviceModel's own host copies, and nothing
             # after this point refuses the change (the classes were checked above)
-            refilled = refill(dm.row_columns, cls, changed, parameter_view(model, changed).reshape(model.world_count, -1),
-                              in_place=True)
+            refilled = refill(dm.row_columns, cls, changed, parameter_view(model, changed).reshape(model.world_count, -1))
             if refilled is not None:
                 out["rows"], out["row_classes"] = refilled[0], cls
                 out["rows_rewritten"] = refilled[1]
@@ -493,11 +492,11 @@ def put_parameter_arrays(dm: DeviceModel, arrays: dict, device, worlds: int) -> 
                   ("target_vel", m, "row_tv"), ("max_force", m, "row_fmax"), ("lo", m, "row_lo"),
                   ("hi", m, "row_hi"), ("fstatic", m.el, "fstatic"), ("fdynamic", m.el, "fdynamic"))
         for column, owner, attr in fields:  # a column that did not change keeps its array (a drive target: one)
+            if column not in rewritten and column in before and (
+                    before[column] is cols[column] or _same_values(before[column], cols[column])):
+                continue
             values = np.minimum(cols[column], 1e300) if column == "max_force" else cols[column]
-            if column in rewritten:
-                if _assign_per_world(getattr(owner, attr), values):
-                    continue
-            elif column in before and (before[column] is cols[column] or _same_values(before[column], cols[column])):
+            if column in rewritten and _assign_per_world(getattr(owner, attr), values):
                 continue
             setattr(owner, attr, per_world(values, wp.float64, Rn))  # m.el: through m, its nested struct's own
         dm.row_columns, dm.row_classes = cols, arrays.get("row_classes")

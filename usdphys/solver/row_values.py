@@ -139,19 +139,25 @@ def fill(template: Template, values: dict, worlds: np.ndarray, out: dict, column
         out[column][slice(None) if every else worlds] = template.columns[column]
     for name, by in template.cells.items():
         for column, (rows, entries) in by.items():
-            if every:  # one index array, not a grid of two: several times faster
-                out[column][:, rows] = values[name][:, entries]
-            else:
-                out[column][np.ix_(worlds, rows)] = values[name][np.ix_(worlds, entries)]
+            _write_cells(out[column], worlds, rows, values[name], entries)
 
 
-def refill(in_use: dict, classes: Classes, name: str, values: np.ndarray, in_place: bool = False) -> tuple | None:
+def _write_cells(column: np.ndarray, worlds: np.ndarray, rows: np.ndarray, values: np.ndarray, entries) -> None:
+    """column[w, rows[k]] = values[w, entries[k]] for the worlds w ((W, R) and (W, n) arrays)."""
+    if worlds.size == column.shape[0]:  # every world: one index array, not a grid of two (several times faster)
+        column[:, rows] = values[:, entries]
+    else:
+        column[np.ix_(worlds, rows)] = values[np.ix_(worlds, entries)]
+
+
+def refill(in_use: dict, classes: Classes, name: str, values: np.ndarray) -> tuple | None:
     """The columns after only parameter `name` changed, its classes as before ((W, n) flat
     values): (columns, touched), the columns in use with that parameter's cells rewritten and
     the names of the columns it rewrote; every other column is the same array (nothing to copy
-    or upload). None where some class has no template (nothing written then). in_place: a
-    touched column that is a (W, R) array of its own is written where it is (a large batch then
-    copies no column); one stored for all worlds, or a view, is copied first."""
+    or upload). None where some class has no template (nothing written then). A touched column
+    that is a (W, R) array of its own is written where it is (a large batch then copies no
+    column: the caller's columns in use change); one stored for all worlds, or a view of a
+    template's, is copied first."""
     if any(t is None for t in classes.templates):
         return None
     out = dict(in_use)
@@ -159,19 +165,11 @@ def refill(in_use: dict, classes: Classes, name: str, values: np.ndarray, in_pla
     touched = sorted({c for t in classes.templates for c in t.cells[name]})
     for column in touched:
         col = in_use[column]
-        if not (in_place and _own_full(col, W)):
+        own = isinstance(col, np.ndarray) and col.shape[0] == W and col.flags.owndata and col.flags.writeable
+        if not own:
             out[column] = np.array(np.broadcast_to(col, (W,) + np.shape(col)[1:]))
     for g, t in enumerate(classes.templates):
         worlds = np.flatnonzero(classes.group == g)
         for column, (rows, entries) in t.cells[name].items():
-            if worlds.size == W:  # one index array, not a grid of two: several times faster
-                out[column][:, rows] = values[:, entries]
-            else:
-                out[column][np.ix_(worlds, rows)] = values[np.ix_(worlds, entries)]
+            _write_cells(out[column], worlds, rows, values, entries)
     return out, tuple(touched)
-
-
-def _own_full(a, worlds: int) -> bool:
-    """a is a writable (worlds, ...) numpy array that owns its memory (no template's or
-    caller's array seen through it)."""
-    return isinstance(a, np.ndarray) and a.shape[0] == worlds and a.flags.owndata and a.flags.writeable

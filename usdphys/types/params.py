@@ -268,28 +268,26 @@ def set_parameter(model, name: str, values, index=None) -> None:
     except (TypeError, ValueError):
         raise UsdphysError(f"parameter '{name}': values must be numbers") from None
     if index is None and vals.shape == (W,) + base.shape:  # every value given: nothing of the old kept
-        _check_values(name, spec, vals)
-        cur = np.array(vals)  # the model's own copy (the caller may reuse its array)
-        _check_linear_laws(model, name, cur, base)
-        model.world_parameters[name] = cur
-        return
-    cur = np.array(model.world_parameters.get(name, np.broadcast_to(base, (W,) + base.shape)), float)
-    if index is None:
-        target = cur.shape[1:]
-        sel = (slice(None),)
+        cur, sel = None, None
     else:
-        idx = _resolve_index(model, name, spec, index)
-        target = cur[(0,) + idx].shape
-        sel = (slice(None),) + idx
-    if vals.shape == (W,) + target:
-        pass
-    elif vals.shape == target:
-        vals = np.broadcast_to(vals, (W,) + target)
-    else:
-        raise UsdphysError(f"parameter '{name}': values of shape {vals.shape} given; expected {(W,) + target} "
-                           f"(per world) or {target} (every world)")
+        cur = np.array(model.world_parameters.get(name, np.broadcast_to(base, (W,) + base.shape)), float)
+        if index is None:
+            target = cur.shape[1:]
+            sel = (slice(None),)
+        else:
+            idx = _resolve_index(model, name, spec, index)
+            target = cur[(0,) + idx].shape
+            sel = (slice(None),) + idx
+        if vals.shape == target:
+            vals = np.broadcast_to(vals, (W,) + target)
+        elif vals.shape != (W,) + target:
+            raise UsdphysError(f"parameter '{name}': values of shape {vals.shape} given; expected {(W,) + target} "
+                               f"(per world) or {target} (every world)")
     _check_values(name, spec, vals)
-    cur[sel] = vals
+    if cur is None:
+        cur = np.array(vals)  # the model's own copy (the caller may reuse its array)
+    else:
+        cur[sel] = vals
     _check_linear_laws(model, name, cur, base)
     model.world_parameters[name] = cur
 
