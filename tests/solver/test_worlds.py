@@ -405,7 +405,7 @@ def test_a_solver_naming_no_device_asks_default_device_with_its_worlds(fourbar_m
 
 
 def test_a_slow_kernel_load_is_announced_as_compiling(monkeypatch, caplog):
-    """A cold build of the step kernels takes about a minute on the CPU and 10-25 on CUDA: a load
+    """A cold build of the step kernels takes about two minutes on the CPU and 10-25 on CUDA: a load
     still running after the announce delay says it is compiling; a quick one (cached) says nothing."""
     import time as _time
 

@@ -65,7 +65,7 @@ class SolverRun:
 
 
 # Seconds a module load may take before the user is told that it is compiling (a cold build of
-# the step kernels: about a minute on the CPU, 10-25 minutes on CUDA).
+# the step kernels: about two minutes on the CPU, 10-25 minutes on CUDA).
 COMPILE_NOTICE_AFTER = 5.0
 # Worlds per CPU core from which a run that names no device takes the GPU. One GPU thread runs a
 # whole world 12-18x slower than a CPU core, so a GPU pays only with many worlds: on an H200 against
@@ -98,12 +98,12 @@ _LOADED: set = set()
 
 def load_step_module(device, block_dim: int | None, announce_after: float | None = None) -> None:
     """Load the step kernels for `device` (compiling them on a cold cache). With announce_after,
-    a load still running after that many seconds is compiling: say so (a cold build takes about a
-    minute on the CPU and 10-25 minutes on CUDA, and would otherwise look like a hang)."""
+    a load still running after that many seconds is compiling: say so (a cold build takes about two
+    minutes on the CPU and 10-25 minutes on CUDA, and would otherwise look like a hang)."""
     dev = wp.get_device(device)
     notice = None
     if announce_after is not None:
-        took = "10-25 minutes with NVRTC" if dev.is_cuda else "about a minute"
+        took = "10-25 minutes with NVRTC" if dev.is_cuda else "about two minutes"
         notice = threading.Timer(announce_after, warn, [
             f"{dev.alias}: compiling the solver's kernels (first use with this Warp version, block size and set "
             f"of force laws; {took}); Warp caches them for later runs"])

@@ -58,10 +58,12 @@ from usdphys.solver.mathx import (
 # takes the driver's assembler minutes on every machine that has not cached it.
 # CPU: Warp passes structs to a @wp.func by value, so every call Clang does not inline copies the
 # step's groups of array descriptors (model, state, scratch, ...: ~20 KB at a step_world call,
-# ~12 KB at each residuals call). Inlining thresholds above Warp's default (9000 / 3000) put the
-# whole step into its kernels: four-bar x256 +15 %, chains +7-9 %, results bit-identical, for a
-# cold build of ~75 s instead of ~45 s (2-core CI machine). "-march=native" as Warp's default.
-STEP_CPU_FLAGS = ("-march=native -mllvm=-inline-threshold=100000 -mllvm=-inline-cold-callsite-threshold=30000"
+# ~12 KB at each residuals call). Inlining thresholds far above Warp's default (9000 / 3000) put
+# the whole step, step_world included, into its kernels: four-bar x256 -25 % CPU time a step,
+# chains -7-9 %, results bit-identical, for a cold build of ~2 minutes instead of ~45 s. The step
+# needs an inline threshold between 300000 (step_world stays out of line: the gain is lost) and
+# 500000; 1000000 leaves room for the step to grow. "-march=native" as Warp's default.
+STEP_CPU_FLAGS = ("-march=native -mllvm=-inline-threshold=1000000 -mllvm=-inline-cold-callsite-threshold=30000"
                   " -mllvm=-slp-recursion-max-depth=4")
 wp.set_module_options({"enable_backward": False, "cuda_output": "cubin", "cpu_compiler_flags": STEP_CPU_FLAGS})
 
