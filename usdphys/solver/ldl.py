@@ -100,9 +100,12 @@ def ldl_factor(A: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64)
                 s = A[w, e]
                 # L[i,k] (in y, 0 where row i has no entry) against row j's entries, k ascending,
                 # from the first column row i can share (ldot)
-                for f in range(pat.ldot[e], pat.lstop[e]):
+                f = pat.ldot[e]
+                stop = pat.lstop[e]
+                while f < stop:  # a while loop: see ldl_solve
                     k = pat.lcol[f]
                     s = s - y[w, k] * Lf[w, f] * D[w, k]
+                    f += 1
                 l = s / dj
             Lf[w, e] = l
             y[w, j] = l
@@ -120,25 +123,35 @@ def ldl_factor(A: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64)
 @wp.func
 def ldl_solve(Lf: wp.array2d(dtype=wp.float64), D: wp.array2d(dtype=wp.float64), pat: RowPattern,
               x: wp.array2d(dtype=wp.float64), w: int, n: int):
-    """Solve in place: x <- A^-1 x on the rows kept by ldl_factor (others -> 0); x by row."""
+    """Solve in place: x <- A^-1 x on the rows kept by ldl_factor (others -> 0); x by row.
+    The loops over entries are while loops: Warp's range() carries its step's sign into the loop
+    test, and on the CPU the solve of a 100-rod chain's pattern took 31 us that way against 22."""
+    e = int(0)
     for p in range(n):
         i = pat.perm[p]
+        stop = pat.lrow[p + 1] - 1  # the diagonal: the row's entries are e .. stop - 1
         if D[w, i] == wp.float64(0.0):
             x[w, i] = wp.float64(0.0)
-            continue
-        s = x[w, i]
-        for e in range(pat.lrow[p], pat.lrow[p + 1] - 1):
-            s = s - Lf[w, e] * x[w, pat.lcol[e]]
-        x[w, i] = s
+        else:
+            s = x[w, i]
+            while e < stop:
+                s = s - Lf[w, e] * x[w, pat.lcol[e]]
+                e += 1
+            x[w, i] = s
+        e = stop + 1
     for i in range(n):
         if D[w, i] != wp.float64(0.0):
             x[w, i] = x[w, i] / D[w, i]
     # L^T x = y, rows last to first: once x_i is final, its row's entries L[i, j] pass x_i on to
     # the earlier rows j (row-wise storage, no column index, and no single chain of sums)
-    for pp in range(n):
-        p = n - 1 - pp
+    p = n - 1
+    while p >= 0:
         xi = x[w, pat.perm[p]]
         if xi != wp.float64(0.0):  # 0 also for skipped / dropped rows
-            for e in range(pat.lrow[p], pat.lrow[p + 1] - 1):
+            e = pat.lrow[p]
+            stop = pat.lrow[p + 1] - 1
+            while e < stop:
                 j = pat.lcol[e]
                 x[w, j] = x[w, j] - Lf[w, e] * xi
+                e += 1
+        p -= 1
