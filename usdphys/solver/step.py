@@ -60,7 +60,7 @@ from usdphys.solver.mathx import (
 # step's groups of array descriptors (model, state, scratch, ...: ~20 KB at a step_world call,
 # ~12 KB at each residuals call). Inlining thresholds far above Warp's default (9000 / 3000) put
 # the whole step, step_world included, into its kernels: four-bar x256 -25 % CPU time a step,
-# chains -7-9 %, results bit-identical, for a cold build of ~2 minutes instead of ~45 s. The step
+# chains -7-9 %, results bit-identical, for a cold build of ~2 minutes (~45 s with Warp's default flags). The step
 # needs an inline threshold between 300000 (step_world stays out of line: the gain is lost) and
 # 500000; 1000000 leaves room for the step to grow. "-march=native" as Warp's default.
 STEP_CPU_FLAGS = ("-march=native -mllvm=-inline-threshold=1000000 -mllvm=-inline-cold-callsite-threshold=30000"

@@ -309,11 +309,7 @@ def _check_linear_laws(model, name: str, values: np.ndarray, base: np.ndarray) -
 
 def parameter(model, name: str) -> np.ndarray:
     """(W, ...) values of parameter `name` each world simulates (a copy of the caller's own)."""
-    spec = _spec(name)
-    if name in model.world_parameters:
-        return np.array(model.world_parameters[name], float)
-    base = base_values(model, name)
-    return np.repeat(base[None], model.world_count, axis=0) if spec.entries or base.ndim else base
+    return np.array(parameter_view(model, name), float)
 
 
 def parameter_view(model, name: str) -> np.ndarray:
