@@ -255,7 +255,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
              progress: bool = False, model: Model | None = None,
              allow_missing: bool = False, laws: dict | None = None, record=None,
              parameters: dict | None = None, overrides: dict | None = None,
-             threads: int | None = None) -> Result:
+             threads: int | None = None, tol: float | None = None) -> Result:
     """Simulate a USD stage (Usd.Stage or file path) or a Model.
 
     duration / dt default to the stage's MbdSimulationAPI (mbd:endTime / mbd:timeStep on the
@@ -274,6 +274,9 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     has at least 64 worlds per CPU core (solver.driver.default_device: a GPU thread runs one world
     12-18x slower than a CPU core, docs/solver.md).
     threads: CPU threads the worlds are spread over (None: every core when worlds > 1).
+    tol: the Newton stopping tolerance on the joints' residuals, m or rad (None: 1e-12,
+    usdphys.solver.driver.DEFAULT_TOL); recorded joint reactions agree with the recorded motion
+    to about mass x tol / h^2 (docs/recording.md).
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
     error unless this is True (then a warning, and the stage is simulated without it).
     record: the groups recorded besides poses, 'bodies,joints,elements,world' (or 'all', a
@@ -341,7 +344,8 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     # bodies welded by fixed joints run as one rigid body (the same motion); recorded joint
     # reactions need the welds as joints, so a recording run keeps them
     solved, welds = (model, None) if groups.any else merge_fixed_joints(model)
-    solver = Solver(solved, device=device, laws=laws, threads=threads)
+    solver = Solver(solved, device=device, laws=laws, threads=threads,
+                    **({} if tol is None else {"tol": tol}))
     run = solver.run(frames, substeps, h, progress=_Progress(progress), record=groups)
     com_pos, com_rot = (run.pos, run.rot) if welds is None else welds.expand(run.pos, run.rot)
     pos, rot = model.prim_from_com(com_pos, com_rot)

@@ -274,6 +274,19 @@ def test_worlds_are_independent_and_match_single_runs():
         np.testing.assert_array_equal(many[:, w], single[w])  # same arithmetic, bit for bit
 
 
+@pytest.mark.parametrize("tol", [0.0, -1e-12, float("nan"), float("inf"), "1e-12", True])
+def test_a_tolerance_that_is_not_a_positive_number_is_named(tol):
+    with pytest.raises(UsdphysError, match=r"tol \(the Newton stopping tolerance, m or rad\) must be a number > 0"):
+        Solver(pendulum_model(30.0), "cpu", tol=tol)
+
+
+def test_a_tighter_tolerance_holds_the_joint_tighter():
+    # the stopping test is on the largest residual: every step of a 60 degree swing ends within it
+    for tol in (1e-12, 1e-14):
+        run = Solver(pendulum_model(60.0), "cpu", tol=tol).run(1, 500, 1e-3)
+        assert run.max_constraint_error[0] <= tol and run.reduced_steps[0] == 0
+
+
 def test_blow_up_names_body_and_time():
     m = Model()
     m.gravity = np.zeros(3)

@@ -159,6 +159,9 @@ class Solver:
             self.device = wp.get_device(device)
         except Exception as exc:  # unknown device name
             raise UsdphysError(f"device '{device}' is not available to Warp ({exc})") from None
+        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating, np.integer)) \
+                or not math.isfinite(float(tol)) or float(tol) <= 0.0:
+            raise UsdphysError(f"tol (the Newton stopping tolerance, m or rad) must be a number > 0, got {tol!r}")
         self.tol = float(tol)
         dev = self.device
         W = model.world_count
