@@ -69,7 +69,16 @@ def test_blow_up_exits_1_and_writes_nothing(tmp_path, capsys):
     assert not out.exists() and not list(tmp_path.glob(".rocket_result*"))
 
 
-@pytest.mark.parametrize("bad", [["--dt", "0"], ["--fps", "-1"], ["--duration", "nan"], ["--worlds", "0"]])
+def test_cli_tolerance_holds_the_joints_to_it(fourbar, tmp_path, capsys):
+    # the four-bar's redundant loop at 1e-14 instead of the default 1e-12: the run says so
+    out = tmp_path / "tight.usda"
+    assert main(["simulate", str(fourbar), "-o", str(out), "--duration", "0.5", "--tol", "1e-14"]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("largest joint residual")][0]
+    assert float(line.split()[3]) <= 1e-14
+
+
+@pytest.mark.parametrize("bad", [["--dt", "0"], ["--fps", "-1"], ["--duration", "nan"], ["--worlds", "0"],
+                                 ["--tol", "0"], ["--tol", "1e-16"], ["--tol", "nan"]])
 def test_cli_bad_numbers(fourbar, tmp_path, bad, capsys):
     assert main(["simulate", str(fourbar), "-o", str(tmp_path / "o.usda"), *bad]) == 1
     assert "Traceback" not in capsys.readouterr().err

@@ -274,8 +274,8 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     has at least 64 worlds per CPU core (solver.driver.default_device: a GPU thread runs one world
     12-18x slower than a CPU core, docs/solver.md).
     threads: CPU threads the worlds are spread over (None: every core when worlds > 1).
-    tol: the Newton stopping tolerance on the joints' residuals, m or rad (None: 1e-12,
-    usdphys.solver.driver.DEFAULT_TOL); recorded joint reactions agree with the recorded motion
+    tol: the Newton stopping tolerance on the joints' residuals, m or rad, 1e-15 to 1e-3 (None:
+    1e-12, usdphys.solver.driver.DEFAULT_TOL); recorded joint reactions agree with the recorded motion
     to about mass x tol / h^2 (docs/recording.md).
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
     error unless this is True (then a warning, and the stage is simulated without it).

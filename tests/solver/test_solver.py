@@ -274,9 +274,10 @@ def test_worlds_are_independent_and_match_single_runs():
         np.testing.assert_array_equal(many[:, w], single[w])  # same arithmetic, bit for bit
 
 
-@pytest.mark.parametrize("tol", [0.0, -1e-12, float("nan"), float("inf"), "1e-12", True])
-def test_a_tolerance_that_is_not_a_positive_number_is_named(tol):
-    with pytest.raises(UsdphysError, match=r"tol \(the Newton stopping tolerance, m or rad\) must be a number > 0"):
+@pytest.mark.parametrize("tol", [0.0, -1e-12, float("nan"), float("inf"), "1e-12", True, 1e-16, 0.01])
+def test_a_tolerance_out_of_range_is_named(tol):
+    with pytest.raises(UsdphysError, match=r"tol \(the Newton stopping tolerance, m or rad\) must be a number in "
+                                           r"\[1e-15, 0\.001\], got"):
         Solver(pendulum_model(30.0), "cpu", tol=tol)
 
 

@@ -35,6 +35,10 @@ from usdphys.solver.contact import ContactOptions, contact_stats
 # Newton stopping tolerance on hard-constraint residuals (m, or rad for angular rows):
 # a few hundred ulps of a 1 m coordinate in double precision; tests ask for 1e-8 m.
 DEFAULT_TOL = 1.0e-12
+# The tolerances a run may ask for: below MIN_TOL round-off of a 1 m coordinate (2e-16 a unit)
+# leaves nothing to converge to, and a joint that may be MAX_TOL (1 mm or mrad) off is no joint.
+MIN_TOL = 1.0e-15
+MAX_TOL = 1.0e-3
 # Input poses whose joints are off by more than this (m / rad) get a warning at assembly.
 ASSEMBLY_WARN = 1.0e-6
 # Aim for about this many substeps (all worlds) per kernel launch between host checks.
@@ -160,8 +164,9 @@ class Solver:
         except Exception as exc:  # unknown device name
             raise UsdphysError(f"device '{device}' is not available to Warp ({exc})") from None
         if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating, np.integer)) \
-                or not math.isfinite(float(tol)) or float(tol) <= 0.0:
-            raise UsdphysError(f"tol (the Newton stopping tolerance, m or rad) must be a number > 0, got {tol!r}")
+                or not (MIN_TOL <= float(tol) <= MAX_TOL):  # NaN too
+            raise UsdphysError(f"tol (the Newton stopping tolerance, m or rad) must be a number in "
+                               f"[{MIN_TOL:g}, {MAX_TOL:g}], got {tol!r}")
         self.tol = float(tol)
         dev = self.device
         W = model.world_count
