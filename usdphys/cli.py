@@ -148,6 +148,9 @@ def _simulate_arguments(parser) -> None:
     parser.add_argument("--tol", type=float, default=None, metavar="TOL",
                         help="Newton stopping tolerance on the joints' residuals, m or rad (default 1e-12, "
                              "from 1e-15 to 1e-3); recorded reactions follow the motion to about mass x TOL / dt^2")
+    parser.add_argument("--max-turn", type=float, default=None, metavar="RAD",
+                        help="retry a step smaller (down to dt/256) where a body turns more than RAD within it "
+                             "(default: off); for thin rods on Cardan joints near the joint's singular pose")
     parser.add_argument("--laws", default=None, metavar="MODULE",
                         help="user force laws named by mbd:userLaw: a Python module (dotted name or .py file) "
                              "whose LAWS dict, or else whose @wp.func functions by name, supply them")
@@ -209,7 +212,7 @@ def _simulate(args) -> int:
     laws = _load_laws(args.laws) if args.laws else None
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
                       worlds=args.worlds, progress=True, allow_missing=args.allow_missing, record=record,
-                      laws=laws, threads=args.threads, tol=args.tol)
+                      laws=laws, threads=args.threads, tol=args.tol, max_turn=args.max_turn)
     out = result.write(args.output)
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")

@@ -255,7 +255,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
              progress: bool = False, model: Model | None = None,
              allow_missing: bool = False, laws: dict | None = None, record=None,
              parameters: dict | None = None, overrides: dict | None = None,
-             threads: int | None = None, tol: float | None = None) -> Result:
+             threads: int | None = None, tol: float | None = None, max_turn: float | None = None) -> Result:
     """Simulate a USD stage (Usd.Stage or file path) or a Model.
 
     duration / dt default to the stage's MbdSimulationAPI (mbd:endTime / mbd:timeStep on the
@@ -277,6 +277,8 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     tol: the Newton stopping tolerance on the joints' residuals, m or rad, 1e-15 to 1e-3 (None:
     1e-12, usdphys.solver.driver.DEFAULT_TOL); recorded joint reactions agree with the recorded motion
     to about mass x tol / h^2 (docs/recording.md).
+    max_turn: rad; a step in which a body turns more is retried smaller, down to dt/256 (None:
+    off). For thin rods on Cardan joints near the joint's singular pose (docs/solver.md).
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
     error unless this is True (then a warning, and the stage is simulated without it).
     record: the groups recorded besides poses, 'bodies,joints,elements,world' (or 'all', a
@@ -345,7 +347,7 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     # reactions need the welds as joints, so a recording run keeps them
     solved, welds = (model, None) if groups.any else merge_fixed_joints(model)
     solver = Solver(solved, device=device, laws=laws, threads=threads,
-                    **({} if tol is None else {"tol": tol}))
+                    max_turn=max_turn, **({} if tol is None else {"tol": tol}))
     run = solver.run(frames, substeps, h, progress=_Progress(progress), record=groups)
     com_pos, com_rot = (run.pos, run.rot) if welds is None else welds.expand(run.pos, run.rot)
     pos, rot = model.prim_from_com(com_pos, com_rot)

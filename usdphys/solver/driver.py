@@ -150,11 +150,15 @@ def default_threads(device, worlds: int) -> int:
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL,
                  contact: ContactOptions | None = None, laws=None, threads: int | None = None,
-                 layout: str | None = None):
+                 layout: str | None = None, max_turn: float | None = None):
         """device: a Warp device name (None: default_device, the CPU unless there are many worlds
         and a GPU). threads: CPU threads the worlds are spread over (None: default_threads); each
         thread runs a contiguous range of worlds, and a world's result does not depend on the split.
-        layout: memory layout of the per-world parameters (io.world_layout; None: the device's)."""
+        layout: memory layout of the per-world parameters (io.world_layout; None: the device's).
+        max_turn: rad, in (0, 3.14]; a step in which a body turns more is retried smaller, down to
+        dt/2^MAX_HALVINGS (None: off, the default). For thin rods on Cardan joints near the joint's
+        singular pose (docs/solver.md, "Globalised iteration"); a fast rotor would be retried at
+        every step."""
         init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model
         if device is None:
@@ -168,6 +172,12 @@ class Solver:
             raise UsdphysError(f"tol (the Newton stopping tolerance, m or rad) must be a number in "
                                f"[{MIN_TOL:g}, {MAX_TOL:g}], got {tol!r}")
         self.tol = float(tol)
+        if max_turn is not None and (isinstance(max_turn, bool)
+                                     or not isinstance(max_turn, (int, float, np.floating, np.integer))
+                                     or not (0.0 < float(max_turn) <= math.pi)):  # NaN too
+            raise UsdphysError(f"max_turn (rad a body may turn in one step before the step is retried smaller) "
+                               f"must be a number in (0, pi], got {max_turn!r}")
+        self.max_turn = None if max_turn is None else float(max_turn)
         dev = self.device
         W = model.world_count
         if threads is None:
@@ -180,6 +190,8 @@ class Solver:
         # place), scratch (the step's work buffers), diagnostics: see io.py
         self.dm = io.put_model(model, dev, contact=contact, laws=laws, layout=layout)
         self.m, self.cm = self.dm.data, self.dm.contact
+        if self.max_turn is not None:
+            self.m.max_turn = wp.float64(self.max_turn)
         self.elements = self.dm.elements
         self.rows = self.dm.rows
         self.contact_info = self.dm.contact_info
@@ -624,10 +636,11 @@ class Solver:
                         f"(tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g})")
             contact = ("; colliders that overlap at the start push against the joints: filter them "
                        "(physics:filteredPairs, collision groups, physics:collisionEnabled)") if self.cm.n_pairs else ""
+            turn = "" if self.max_turn else ", or --max-turn 0.1 (steps retried smaller where a body turns fast)"
             raise UsdphysError(
                 f"the step at t = {t:.6g} s{world} did not converge, even reduced to dt/{2 ** K.MAX_HALVINGS}: "
                 f"{what}. Check that the joints can all hold at once (consistent frames, limits that leave "
-                f"room){contact}; or try a smaller --dt."
+                f"room){contact}; or try a smaller --dt{turn}."
             )
         body = int(self.dg.fail_body.numpy()[w])
         step = int(self.dg.fail_step.numpy()[w])

@@ -361,6 +361,7 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.row_accel = _arr(_pad(rows.accel, Rn, 0), wp.int32, dev)
     m.row_frame = _arr(_pad(row_frame_runs(rows), Rn, 0), wp.int32, dev)
     m.geo_ang = wp.float64(1.0 / lever_length(rows) ** 2)
+    m.max_turn = wp.float64(0.0)  # off unless the Solver is asked for it
     m.el = forces.element_data(elements, dev)
     m.has_elements = int(forces.has_elements(elements))
     # contact: shapes, candidate pairs, materials (per world when a study varies them)

@@ -162,6 +162,9 @@ class ModelData:
     row_lo: wp.array2d(dtype=wp.float64)
     row_hi: wp.array2d(dtype=wp.float64)
     geo_ang: wp.float64  # 1 / L^2: weight of angular DOFs in the mass-free rank test (factor_rows)
+    # rad; > 0: a step in which a dynamic body turns by more is retried smaller (step_world), down
+    # to the retries' floor; 0: off (the run's setting, Solver(max_turn=...))
+    max_turn: wp.float64
     has_elements: int  # 0: no motors, law / friction rows or loads (begin / end_elements skipped)
     equal_only: int  # 1: every row is an equal row and nothing collides (A reused, impulses extrapolated)
     el: ElementData  # force elements, motors, friction, loads (forces.py)
@@ -953,12 +956,18 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
 
 @wp.func
 def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: Scratch, dg: Diagnostics,
-               cm: ContactModel, cs: ContactState, w: int, h: wp.float64, tol: wp.float64, assemble: int) -> int:
+               cm: ContactModel, cs: ContactState, w: int, h: wp.float64, tol: wp.float64, assemble: int,
+               may_reject: int) -> int:
     """One step of h (or the assembly when assemble != 0). Returns 1 when committed, 0 when
     the rows did not converge: then the bodies, element forces, unwrapped angles and motor
     references are as before (a retry recomputes them from the same start), and the caller
     retries with smaller steps (advance_frames). Only starting guesses (warm-start impulses,
-    contact manifolds) may differ on the retry."""
+    contact manifolds) may differ on the retry. may_reject != 0 (not yet at the retries' floor):
+    also a step in which a dynamic body turns by more than m.max_turn (when > 0) returns 0. Thin
+    rods on Cardan joints near the joint's singular pose spin up within a step faster than the
+    frozen Jacobians resolve, and the coarse run then leaves the fine run's path and stops there;
+    retried where they turn fast, such runs get much further (docs/solver.md, "Globalised
+    iteration")."""
     nb = m.n_bodies
     nr = m.n_rows
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
@@ -1157,6 +1166,13 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                 total = total + wp.dot(sc.pos1[w, b], sc.pos1[w, b]) + wp.dot(sc.vel1[w, b], sc.vel1[w, b])
                 total = total + wp.dot(sc.omega1[w, b], sc.omega1[w, b])
             ok = wp.isfinite(total)
+        if ok and may_reject != 0 and m.max_turn > wp.float64(0.0):
+            for b in range(nb):
+                if m.inv_mass[w, b] > wp.float64(0.0):
+                    dq = sc.rot1[w, b] * wp.quat_inverse(st.rot[w, b])
+                    sin_half = wp.length(wp.vec3d(dq[0], dq[1], dq[2]))
+                    if wp.float64(2.0) * wp.atan2(sin_half, wp.abs(dq[3])) > m.max_turn:
+                        ok = False
         if not ok:
             if not wp.isfinite(sc.conv_err[w]) or sc.conv_err[w] <= ACCEPT_FACTOR * tol:
                 sc.conv_err[w] = wp.float64(1.0e300)  # the state went non-finite (else: the residual left)
@@ -1303,7 +1319,10 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
             failed = int(0)
             while done < STEP_UNITS:
                 es.tnow[w] = t + h * (wp.float64(done) / wp.float64(STEP_UNITS))
-                if step_world(m, st, rs, es, sc, dg, cm, cs, w, hs, tol, 0) != 0:
+                may_reject = int(0)  # at the floor a step is judged by its rows alone
+                if level < MAX_HALVINGS:
+                    may_reject = 1
+                if step_world(m, st, rs, es, sc, dg, cm, cs, w, hs, tol, 0, may_reject) != 0:
                     done = done + unit
                 else:
                     dg.n_reduced[w] = dg.n_reduced[w] + 1
@@ -1356,7 +1375,7 @@ def assemble_worlds(m: ModelData, cm: ContactModel, st: StateData, rs: RowState,
     w = wp.tid() + w0
     if project != 0:
         dg.frame_error[w] = wp.float64(0.0)
-        step_world(m, st, rs, es, sc, dg, cm, cs, w, wp.float64(1.0), tol, 1)
+        step_world(m, st, rs, es, sc, dg, cm, cs, w, wp.float64(1.0), tol, 1, 0)
     write_first_frame(st, dg, out, m.n_bodies, w)
 
 
