@@ -217,8 +217,9 @@ def _simulate(args) -> int:
     print(f"wrote {out}: {len(result.body_paths)} bodies, {len(result.times)} frames at {result.fps:g} fps "
           f"(dt = {result.dt:.6g} s)")
     reduced = int(np.max(result.reduced_steps)) if result.reduced_steps is not None else 0
+    why = " or where a body turned more than --max-turn" if args.max_turn else ""
     print(f"largest joint residual {float(np.max(result.max_constraint_error)):.3g} m or rad; "
-          f"{reduced} step(s) reduced to converge")
+          f"{reduced} step(s) reduced to converge{why}")
     if args.table is not None:
         table = result.write_table(args.table)
         print(f"wrote {table}: {len(result.table()) - 1} columns")
