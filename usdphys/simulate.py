@@ -341,13 +341,14 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
         model = _with_parameters(model, parameters or {}, overrides or {})
 
     from usdphys.solver import Solver
+    from usdphys.solver.driver import DEFAULT_TOL
     from usdphys.types.fixedmerge import merge_fixed_joints
 
     # bodies welded by fixed joints run as one rigid body (the same motion); recorded joint
     # reactions need the welds as joints, so a recording run keeps them
     solved, welds = (model, None) if groups.any else merge_fixed_joints(model)
-    solver = Solver(solved, device=device, laws=laws, threads=threads,
-                    max_turn=max_turn, **({} if tol is None else {"tol": tol}))
+    solver = Solver(solved, device=device, laws=laws, threads=threads, max_turn=max_turn,
+                    tol=DEFAULT_TOL if tol is None else tol)
     run = solver.run(frames, substeps, h, progress=_Progress(progress), record=groups)
     com_pos, com_rot = (run.pos, run.rot) if welds is None else welds.expand(run.pos, run.rot)
     pos, rot = model.prim_from_com(com_pos, com_rot)

@@ -147,6 +147,16 @@ def default_threads(device, worlds: int) -> int:
     return max(1, min(cpu_cores(), worlds))
 
 
+def _number_in(what: str, value, low: float, high: float, shown: str, open_low: bool = False) -> float:
+    """value as a float when it is a number in [low, high] ((low, high] with open_low), else one
+    UsdphysError naming `what` and the range as `shown`."""
+    if not isinstance(value, bool) and isinstance(value, (int, float, np.floating, np.integer)):
+        v = float(value)
+        if (low < v if open_low else low <= v) and v <= high:  # false for NaN
+            return v
+    raise UsdphysError(f"{what} must be a number in {shown}, got {value!r}")
+
+
 class Solver:
     def __init__(self, model: Model, device: str | None = None, tol: float = DEFAULT_TOL,
                  contact: ContactOptions | None = None, laws=None, threads: int | None = None,
@@ -167,17 +177,11 @@ class Solver:
             self.device = wp.get_device(device)
         except Exception as exc:  # unknown device name
             raise UsdphysError(f"device '{device}' is not available to Warp ({exc})") from None
-        if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating, np.integer)) \
-                or not (MIN_TOL <= float(tol) <= MAX_TOL):  # NaN too
-            raise UsdphysError(f"tol (the Newton stopping tolerance, m or rad) must be a number in "
-                               f"[{MIN_TOL:g}, {MAX_TOL:g}], got {tol!r}")
-        self.tol = float(tol)
-        if max_turn is not None and (isinstance(max_turn, bool)
-                                     or not isinstance(max_turn, (int, float, np.floating, np.integer))
-                                     or not (0.0 < float(max_turn) <= math.pi)):  # NaN too
-            raise UsdphysError(f"max_turn (rad a body may turn in one step before the step is retried smaller) "
-                               f"must be a number in (0, pi], got {max_turn!r}")
-        self.max_turn = None if max_turn is None else float(max_turn)
+        self.tol = _number_in("tol (the Newton stopping tolerance, m or rad)", tol, MIN_TOL, MAX_TOL,
+                              f"[{MIN_TOL:g}, {MAX_TOL:g}]")
+        self.max_turn = None if max_turn is None else _number_in(
+            "max_turn (rad a body may turn in one step before the step is retried smaller)", max_turn, 0.0, math.pi,
+            "(0, pi]", open_low=True)
         dev = self.device
         W = model.world_count
         if threads is None:

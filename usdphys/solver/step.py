@@ -1166,15 +1166,16 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                 total = total + wp.dot(sc.pos1[w, b], sc.pos1[w, b]) + wp.dot(sc.vel1[w, b], sc.vel1[w, b])
                 total = total + wp.dot(sc.omega1[w, b], sc.omega1[w, b])
             ok = wp.isfinite(total)
+        turned = int(0)  # 1: converged, but a body turned more than m.max_turn (retried smaller)
         if ok and may_reject != 0 and m.max_turn > wp.float64(0.0):
             for b in range(nb):
                 if m.inv_mass[w, b] > wp.float64(0.0):
                     dq = sc.rot1[w, b] * wp.quat_inverse(st.rot[w, b])
                     sin_half = wp.length(wp.vec3d(dq[0], dq[1], dq[2]))
                     if wp.float64(2.0) * wp.atan2(sin_half, wp.abs(dq[3])) > m.max_turn:
-                        ok = False
-        if not ok:
-            if not wp.isfinite(sc.conv_err[w]) or sc.conv_err[w] <= ACCEPT_FACTOR * tol:
+                        turned = 1
+        if not ok or turned != 0:
+            if not ok and (not wp.isfinite(sc.conv_err[w]) or sc.conv_err[w] <= ACCEPT_FACTOR * tol):
                 sc.conv_err[w] = wp.float64(1.0e300)  # the state went non-finite (else: the residual left)
             sc.fage[w] = -1  # the next try factorises afresh
             sc.rank_age[w] = -1  # with a fresh rank decision
