@@ -278,7 +278,8 @@ def simulate(stage_or_path, duration=None, dt=None, fps=None, device=None, world
     1e-12, usdphys.solver.driver.DEFAULT_TOL); recorded joint reactions agree with the recorded motion
     to about mass x tol / h^2 (docs/recording.md).
     max_turn: rad; a step in which a body turns more is retried smaller, down to dt/256 (None:
-    off). For thin rods on Cardan joints near the joint's singular pose (docs/solver.md).
+    off). May carry a thin rod's run through a passage near a singular pose where it stops
+    otherwise, with no guarantee (docs/solver.md, "Globalised iteration").
     allow_missing: a sublayer, reference, payload or asset path naming a missing file is an
     error unless this is True (then a warning, and the stage is simulated without it).
     record: the groups recorded besides poses, 'bodies,joints,elements,world' (or 'all', a

@@ -163,6 +163,20 @@ def test_friction_on_a_motor_driven_dof_shows_in_the_motor_effort():
     np.testing.assert_allclose(r.motor_efforts[5:, 0, 0], Fd + c_deg * DEG * w, rtol=1e-9)
 
 
+def test_a_motor_effort_is_a_force_when_its_steps_were_retried():
+    """The same wheel with max_turn 1.5 mrad: every 1 ms step (2 mrad) is retried as two halves.
+    The effort is the last step's impulse over that step's kick, so still 0.5 + c w (divided by
+    the frame's step instead, it read half of that)."""
+    I, w, Fd, c_deg = 0.5, 2.0, 0.5, 0.015625
+    txt = wheel(I, 0.0, newton_api(dofs=["angle"], viscousDamping=[c_deg], dynamicFrictionEffort=[Fd]),
+                extra=motor("m", "axle", "velocity", fn=dict(type="constant", value=w * DEG)))
+    r = simulate(stage(txt), duration=1.0, dt=1e-3, fps=50, max_turn=1.5e-3)
+    assert r.reduced_steps[0] >= 900
+    # the Newton tolerance is on positions: over half steps it leaves twice the rate (and force)
+    # error of the 1 ms steps above, so twice their bound
+    np.testing.assert_allclose(r.motor_efforts[5:, 0, 0], Fd + c_deg * DEG * w, rtol=2e-9)
+
+
 def test_generic_and_spherical_joint_dofs():
     """NewtonJointAPI on a generic PhysicsJoint (transX free, the rest locked by low > high
     limits) and on a spherical joint (rotZ): Coulomb friction on transX stops the slider at

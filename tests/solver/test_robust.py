@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 
 import numpy as np
@@ -104,8 +105,12 @@ def test_a_step_that_does_not_converge_is_reduced_then_stops_in_one_line():
     with pytest.raises(UsdphysError) as exc:
         run(m, 1.0)
     msg = str(exc.value)
-    assert "did not converge" in msg and "dt/256" in msg and "/pivot" in msg and "t = 0.6" in msg
+    assert "did not converge" in msg and "dt/256" in msg and "/pivot" in msg
     assert "\n" not in msg
+    # at the limit: which of the last retried steps fails first moves by a fraction of a ms with
+    # round-off and the retries' own integration (0.600082 s before their kick spanned (h'+h)/2)
+    stop = float(re.search(r"at t = ([0-9.]+) s", msg).group(1))
+    assert 0.595 <= stop <= 0.605
 
 
 def test_inconsistent_joints_stop_before_the_first_step_naming_the_joint():

@@ -166,8 +166,9 @@ class Solver:
         thread runs a contiguous range of worlds, and a world's result does not depend on the split.
         layout: memory layout of the per-world parameters (io.world_layout; None: the device's).
         max_turn: rad, in (0, 3.14]; a step in which a body turns more is retried smaller, down to
-        dt/2^MAX_HALVINGS (None: off, the default). For thin rods on Cardan joints near the joint's
-        singular pose (docs/solver.md, "Globalised iteration"); a fast rotor would be retried at
+        dt/2^MAX_HALVINGS (None: off, the default). May carry a thin rod's run through a passage
+        near a singular pose where it stops otherwise, or stop one that runs otherwise: measured,
+        no guarantee (docs/solver.md, "Globalised iteration"); a fast rotor would be retried at
         every step."""
         init_warp()  # quiet: no "CUDA driver not found" line on CPU-only machines
         self.model = model

@@ -210,7 +210,13 @@ class ElementState:
     lmax: wp.array2d(dtype=wp.float64)  # friction rows: impulse bound this step
     stick: wp.array2d(dtype=wp.int32)  # friction rows: 1 while the DOF sticks
     tnow: wp.array(dtype=wp.float64)  # time at the step start
-    hnow: wp.array(dtype=wp.float64)  # the step
+    hnow: wp.array(dtype=wp.float64)  # the step (after a step that was not committed: that try's)
+    # the last committed step: the half-step velocities (and law rows' fprev) are of its interval,
+    # so a step of another size kicks over (hlast + h) / 2 (step.kick_span)
+    hlast: wp.array(dtype=wp.float64)
+    # the kick span of the latest try (after a commit: the committed step's): impulses / hkick
+    # are forces, and the warm-start impulses are in its units
+    hkick: wp.array(dtype=wp.float64)
     min_newton: wp.array(dtype=wp.int32)  # Newton updates required before the stopping test
     # twist rows: the unwrapped (multi-turn) joint coordinate qc and the wrapped angle qg it was
     # last measured at; qc follows the motion continuously, so limits compare with the true angle
@@ -738,6 +744,8 @@ def element_state(worlds: int, rows: int, device, zeros=None) -> ElementState:
     s.stick = zeros((worlds, R), wp.int32)
     s.tnow = wp.zeros(worlds, dtype=wp.float64, device=device)
     s.hnow = wp.zeros(worlds, dtype=wp.float64, device=device)
+    s.hlast = wp.zeros(worlds, dtype=wp.float64, device=device)
+    s.hkick = wp.zeros(worlds, dtype=wp.float64, device=device)
     s.min_newton = wp.zeros(worlds, dtype=wp.int32, device=device)
     return s
 

@@ -127,15 +127,19 @@ def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.f
                    vel: wp.array2d(dtype=wp.vec3d), omega: wp.array2d(dtype=wp.vec3d),
                    lam: wp.array2d(dtype=wp.float64), act: wp.array2d(dtype=wp.int32),
                    jl1: wp.array2d(dtype=wp.vec3d), ja1: wp.array2d(dtype=wp.vec3d),
-                   nb: int, nr: int, w: int, f: int, t: wp.float64, h: wp.float64):
-    """Frame f's velocity-level quantities, after the step that starts at t_f (of size h):
-    velocities (central), probe values / rates / forces, joint reactions (this step's
-    impulses / h), load vectors, energies."""
+                   nb: int, nr: int, w: int, f: int, t: wp.float64, h: wp.float64, hk: wp.float64):
+    """Frame f's velocity-level quantities, after the step that starts at t_f (of size h, its
+    kick spanning hk = (h' + h) / 2 after a step of h'): velocities (central), probe values /
+    rates / forces, joint reactions (this step's impulses / hk), load vectors, energies."""
     pl = out.plan
     if f != 0 or out.start_exact == 0:
+        # vprev is the velocity at t_f - h'/2, vel at t_f + h/2: interpolated to t_f
+        a = wp.float64(0.5)
+        if hk != h:
+            a = wp.float64(0.5) * h / hk
         for b in range(nb):
-            out.vel[f, w, b] = wp.float64(0.5) * (out.vprev[w, b] + vel[w, b])
-            out.omg[f, w, b] = wp.float64(0.5) * (out.wprev[w, b] + omega[w, b])
+            out.vel[f, w, b] = a * out.vprev[w, b] + (wp.float64(1.0) - a) * vel[w, b]
+            out.omg[f, w, b] = a * out.wprev[w, b] + (wp.float64(1.0) - a) * omega[w, b]
     # probes: coordinate (multi-turn for angles), rate, law force, limit flag
     for p in range(pl.n_probes):
         b0 = pl.p_b0[p]
@@ -183,8 +187,8 @@ def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.f
             j = pl.row_joint[i]
             if j < 0 or act[w, i] == 0:
                 continue
-            out.jforce[f, w, j] = out.jforce[f, w, j] + (lam[w, i] / h) * jl1[w, i]
-            out.jtorque[f, w, j] = out.jtorque[f, w, j] + (lam[w, i] / h) * ja1[w, i]
+            out.jforce[f, w, j] = out.jforce[f, w, j] + (lam[w, i] / hk) * jl1[w, i]
+            out.jtorque[f, w, j] = out.jtorque[f, w, j] + (lam[w, i] / hk) * ja1[w, i]
         for j in range(pl.n_joints):
             x0, r0 = frame_pose(out, f, w, pl.j_b0[j])
             x1, r1 = frame_pose(out, f, w, pl.j_b1[j])

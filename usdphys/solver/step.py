@@ -445,20 +445,34 @@ def element_delta(sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.f
 
 
 @wp.func
+def kick_span(es: ElementState, w: int, h: wp.float64) -> wp.float64:
+    """The time over which a step of h kicks the half-step velocities: from the middle of the last
+    committed step (es.hlast) to the middle of this one, (hlast + h) / 2; exactly h while the
+    step size stays. Kicking over h where the size changes (a retried step) is first order
+    there: a 90 deg pendulum with 558 retried 1 ms steps in 1 s ended 1.0e-3 m from a fine
+    reference that way, against 2.9e-6 m unretried (docs/solver.md, "Globalised iteration")."""
+    hl = es.hlast[w]
+    if hl <= wp.float64(0.0) or hl == h:
+        return h
+    return wp.float64(0.5) * (hl + h)
+
+
+@wp.func
 def law_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int, g: wp.float64):
     """(r, error) of law row i at the moved poses: r = s (lam - J), J the impulse its law
     delivers over the step (trapezoidal), s its compliance scale; error = |lam - J| turned
     into the position error it causes (the Newton stopping test, like the other rows)."""
     el = m.el
     h = es.hnow[w]
+    hk = kick_span(es, w, h)
     d = element_delta(sc, w, i, m.row_kind[i], g)
     F = wp.float64(0.0)
-    if el.law[i] == W_LAW_ARMATURE:  # lam = -a (gdot+ - gdot-) + h P (P: a spring mass's weight)
-        F = sc.lam[w, i] + m.row_c[w, i] * (d / h - es.gdot[w, i]) - h * el.preload[i]
-    else:
+    if el.law[i] == W_LAW_ARMATURE:  # lam = -a (gdot+ - gdot-) + hk P (P: a spring mass's weight)
+        F = sc.lam[w, i] + m.row_c[w, i] * (d / h - es.gdot[w, i]) - hk * el.preload[i]
+    else:  # trapezoidal over the kick, from the last half step's force to this one's
         f, dfg, dfv = law_force(el, i, m.row_k[w, i], m.row_c[w, i], m.row_value[w, i], m.row_tv[w, i],
                                 es.gun[w, i] + wp.float64(0.5) * d, d / h, es.tnow[w] + wp.float64(0.5) * h, 0)
-        F = sc.lam[w, i] - wp.float64(0.5) * h * (es.fprev[w, i] + f)
+        F = sc.lam[w, i] - wp.float64(0.5) * hk * (es.fprev[w, i] + f)
     return es.sfac[w, i] * F, wp.abs(F) * es.cfac[w, i]
 
 
@@ -469,6 +483,7 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
     el = m.el
     t = es.tnow[w]
     es.hnow[w] = h
+    hk = kick_span(es, w, h)  # element impulses are forces over the kick, not over h
     es.min_newton[w] = 0
     for i in range(m.n_rows):
         es.rval[w, i] = m.row_value[w, i]
@@ -496,7 +511,7 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
         if mode == MODE_LAW:
             law = el.law[i]
             if law == W_LAW_EFFORT:  # force motor: explicit generalised force u(t_n)
-                sc.lam[w, i] = h * time_fn(el, int(el.fn[i]), t)
+                sc.lam[w, i] = hk * time_fn(el, int(el.fn[i]), t)
                 sc.act[w, i] = 2
                 continue
             g0 = sc.g0[w, i]
@@ -515,7 +530,9 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
                 f, dfg, dfv = law_force(el, i, m.row_k[w, i], m.row_c[w, i], m.row_value[w, i], m.row_tv[w, i], gun,
                                         es.gdot[w, i], t, 1)
                 D = wp.float64(-0.25) * h * dfg - wp.float64(0.5) * dfv
-                sc.lam[w, i] = h * es.fprev[w, i]  # warm start: the force goes on
+                if hk != h:  # the impulse's slope in the step's motion scales with the kick
+                    D = D * (hk / h)
+                sc.lam[w, i] = hk * es.fprev[w, i]  # warm start: the force goes on
             D = wp.max(D, wp.float64(1.0e-12) / (h * aii))
             es.sfac[w, i] = wp.float64(1.0) / D
             es.cfac[w, i] = h * aii / (wp.float64(1.0) + h * aii * D)
@@ -530,7 +547,7 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
                 dq = es.rval[w, k] - sc.g0[w, k]
                 if kind == ROW_TWIST:
                     dq = wrap_angle(dq)
-                sc.lam[w, i] = -h * el.fdynamic[w, i] * wp.sign(dq)
+                sc.lam[w, i] = -hk * el.fdynamic[w, i] * wp.sign(dq)
                 if dq == wp.float64(0.0):
                     sc.lam[w, i] = wp.float64(0.0)
                 sc.act[w, i] = 2
@@ -538,7 +555,7 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
             bound = el.fdynamic[w, i]
             if es.stick[w, i] != 0:
                 bound = el.fstatic[w, i]
-            es.lmax[w, i] = h * bound
+            es.lmax[w, i] = hk * bound
             sc.act[w, i] = 1
             if es.stick[w, i] == 0 and es.fprev[w, i] != wp.float64(0.0):
                 # it slid in the last step: it starts sliding the same way (a clamped impulse),
@@ -552,10 +569,11 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
 
 @wp.func
 def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.float64):
-    """After the step: the law rows' force at the half step just taken, unwrapped angles,
-    rates; friction rows remember whether they stuck."""
+    """After the step (before es.hlast moves on to it): the law rows' force at the half step just
+    taken, unwrapped angles, rates; friction rows remember whether they stuck."""
     el = m.el
     t = es.tnow[w]
+    hk = kick_span(es, w, h)
     for i in range(m.n_rows):
         mode = m.row_mode[i]
         if el.motor[i] == W_MOTOR_VELOCITY:
@@ -566,7 +584,7 @@ def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.floa
             if sc.act[w, i] == 1:
                 es.stick[w, i] = 1
             elif el.couple[i] < 0:
-                es.fprev[w, i] = sc.lam[w, i] / h  # the sliding friction's force (its direction)
+                es.fprev[w, i] = sc.lam[w, i] / hk  # the sliding friction's force (its direction)
         elif mode == MODE_LAW and el.law[i] != W_LAW_EFFORT:
             if sc.act[w, i] != 1:
                 es.fprev[w, i] = wp.float64(0.0)
@@ -906,7 +924,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     sc.lam[w, i] = wp.float64(0.0)
                     changed = 1
             elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1:
-                bound = h * m.row_fmax[w, i]
+                bound = kick_span(es, w, h) * m.row_fmax[w, i]  # the force limit over the kick
                 if mode == MODE_FRICTION:
                     bound = es.lmax[w, i]  # static or dynamic friction effort times h
                 if wp.abs(sc.lam[w, i]) > bound:
@@ -966,11 +984,12 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     also a step in which a dynamic body turns by more than m.max_turn (when > 0) returns 0. Thin
     rods on Cardan joints near the joint's singular pose spin up within a step faster than the
     frozen Jacobians resolve, and the coarse run then leaves the fine run's path and stops there;
-    retried where they turn fast, such runs get much further (docs/solver.md, "Globalised
-    iteration")."""
+    retried where they turn fast, some such runs get through and others stop (docs/solver.md,
+    "Globalised iteration")."""
     nb = m.n_bodies
     nr = m.n_rows
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    hk = kick_span(es, w, h)  # the half-step velocities move on over hk, the positions over h
     # 1. predictor
     for b in range(nb):
         q = st.rot[w, b]
@@ -985,11 +1004,11 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         else:
             v = st.vel[w, b]
             if m.inv_mass[w, b] > wp.float64(0.0):
-                v = v + h * m.gravity[w]
+                v = v + hk * m.gravity[w]
             sc.vstar[w, b] = v
             sc.mom[w, b] = wp.quat_rotate(q, cmul(m.inertia[w, b], wp.quat_rotate_inv(q, st.omega[w, b])))
-    if assemble == 0 and m.el.n_loads > 0:  # MbdForce / MbdTorque: impulse h F(t_n)
-        apply_loads(m.el, st.pos, st.rot, m.inv_mass[w], sc.vstar, sc.mom, w, es.tnow[w], h)
+    if assemble == 0 and m.el.n_loads > 0:  # MbdForce / MbdTorque: impulse hk F(t_n)
+        apply_loads(m.el, st.pos, st.rot, m.inv_mass[w], sc.vstar, sc.mom, w, es.tnow[w], hk)
     # 2. rows at the step start (world frames once per run of rows sharing them)
     frame = int(-1)
     x0 = z
@@ -1042,8 +1061,15 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     else:
         sc.fage[w] = age + 1
     # drives: implicit spring-damper rows; hard rows active; limits start inactive
-    hp = es.hnow[w]  # the previous step's h (begin_elements below sets this step's)
+    hp = es.hnow[w]  # the previous try's h (begin_elements below sets this step's)
+    # the warm-start impulses are in units of the previous try's kick (es.hkick): an impulse is a
+    # force times the kick, so they are rescaled to this one's (a retry, the steps after one)
+    hkp = es.hkick[w]
+    rescale = int(0)
     wscale = wp.float64(1.0)  # exactly 1 for a constant step: a held pose stays held bit for bit
+    if assemble == 0 and hkp > wp.float64(0.0) and hkp != hk:
+        rescale = 1
+        wscale = hk / hkp
     warm = int(0)  # 1: some impulse starts from a non-zero guess
     # all-equal-row models extrapolate the impulses of the last steps: a polynomial through as
     # many of them as were taken at this step's size (at most five: quartic, O(h^5) off, so one
@@ -1053,10 +1079,10 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     # joint then failed at every step size). Not with limits / drives / elements: an impact's
     # impulse jump would be extrapolated into the next steps' guesses.
     order = int(0)
-    if hp != h and hp > wp.float64(0.0):
-        wscale = h / hp
-    elif m.equal_only != 0:
+    if hp == h and rescale == 0 and m.equal_only != 0:
         order = wp.min(rs.run[w] - 1, 4)
+    if assemble == 0:
+        es.hkick[w] = hk
     for i in range(nr):
         mode = m.row_mode[i]
         act = int(0)
@@ -1067,7 +1093,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         if mode == MODE_EQUAL:
             act = 1
             if assemble == 0:  # warm start from the impulses of the last steps
-                if hp != h:  # another step size: impulses scale with h
+                if rescale != 0:  # another kick: impulses scale with it
                     rs.lwarm[w, i] = wscale * rs.lwarm[w, i]
                 l1 = rs.lwarm[w, i]
                 lam = l1
@@ -1088,7 +1114,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             # a limit that held in the last step starts active with its impulse: the equal rows'
             # warm starts were balanced against it (a thin rod's spin stopped by its limit and
             # locked to a heavy link: the lock's impulse alone spins the rod 1e5 rad/s)
-            if hp != h:
+            if rescale != 0:
                 rs.lwarm[w, i] = wscale * rs.lwarm[w, i]
             act = 1
             sc.lam[w, i] = rs.lwarm[w, i]
@@ -1109,6 +1135,9 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                     dtarget = wrap_angle(dtarget)
                 sc.sdiag[w, i] = wp.float64(1.0) / (h * denom)
                 sc.sinv[w, i] = wp.float64(1.0) / denom
+                if hk != h:  # implicit force over the kick: the impulse is hk F, not h F
+                    sc.sdiag[w, i] = sc.sdiag[w, i] * (h / hk)
+                    sc.sinv[w, i] = sc.sinv[w, i] * (h / hk)
                 sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[w, i]) / denom
         sc.act[w, i] = act
     if assemble != 0 or m.has_elements != 0:
@@ -1187,6 +1216,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             end_elements(m, es, sc, w, h)
         else:
             es.tnow[w] = es.tnow[w] + h
+        es.hlast[w] = h  # (es.hkick already holds this step's kick)
     # 6. commit; record the largest hard-constraint error left
     err = wp.float64(0.0)
     if sc.rfresh[w] != 0:  # the Newton test's residuals are of these poses: keep the hard rows'
@@ -1205,7 +1235,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             if wp.abs(sc.res[w, i]) == err:
                 worst_row = i
         dg.worst_row[w] = worst_row
-    if assemble != 0 or hp != h:
+    if assemble != 0 or hp != h or rescale != 0:
         rs.run[w] = 1
     else:
         rs.run[w] = rs.run[w] + 1
@@ -1346,7 +1376,8 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
             if s == 0 and out.derived != 0:
                 record_derived(out, m.el, m.row_k[w], m.row_c[w], m.row_value[w], m.row_tv[w], m.gravity[w],
                                m.inv_mass[w], m.inv_inertia[w], st.vel, st.omega,
-                               sc.lam, sc.act, sc.jl1, sc.ja1, m.n_bodies, m.n_rows, w, f0 + f, t, es.hnow[w])
+                               sc.lam, sc.act, sc.jl1, sc.ja1, m.n_bodies, m.n_rows, w, f0 + f, t, es.hlast[w],
+                               es.hkick[w])
                 if lookahead != 0:
                     return
             if check_world(m, st, dg, w, (f0 + f) * substeps + s + 1) != 0:
@@ -1355,7 +1386,7 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
             out.pos[f0 + f + 1, w, b] = st.pos[w, b]
             out.rot[f0 + f + 1, w, b] = st.rot[w, b]
         for k in range(m.el.n_motors):  # motor efforts of the frame's last step
-            out.eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / h
+            out.eff[f0 + f + 1, w, k] = sc.lam[w, m.el.motor_row[k]] / es.hkick[w]
         if out.want_world != 0:
             out.resid[f0 + f + 1, w] = dg.frame_error[w]  # kept: frame 0 of a later run
 
@@ -1391,6 +1422,8 @@ def start_elements(m: ModelData, st: StateData, es: ElementState, sc: Scratch, h
     el = m.el
     es.tnow[w] = t0
     es.hnow[w] = h
+    es.hlast[w] = h  # the velocities become those of the half step before t0
+    es.hkick[w] = h
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
     half = wp.float64(0.5) * h
     for b in range(m.n_bodies):
