@@ -177,7 +177,8 @@ def test_pendulum_energy_within_the_integrators_bound(swing):
     assert ke[0] <= 1e-9 and ke.max() >= 0.99 * amplitude
 
 
-def test_pivot_reaction_of_a_point_mass_on_a_massless_link():
+@pytest.mark.parametrize("max_turn", [None, 5e-4])
+def test_pivot_reaction_of_a_point_mass_on_a_massless_link(max_turn):
     """Reaction on the bob = m (g cos th + L th'^2) along the link, towards the pivot (1e-6
     relative). The recorded force is the impulse of the step that starts at the frame / h: in
     SHAKE exactly m (g cos th_n + (|v_n+1/2|^2 + |v_n-1/2|^2) / (2 L)); with the central rate
@@ -187,9 +188,14 @@ def test_pivot_reaction_of_a_point_mass_on_a_massless_link():
     up to tol off, which moves the formula by up to 3 m tol / h^2 = 1e-5 relative at the default
     tol = 1e-12 (the run lands anywhere below it), 1e-7 at the tol = 1e-14 used here. The radial
     equation holds for any inertia of the bob; a small one (1e-4 kg m^2, a 1 kg ball of 1.6 cm
-    radius) keeps the force across the link, I th'' / L, small."""
+    radius) keeps the force across the link, I th'' / L, small. With max_turn 5e-4 the fast steps
+    are retried as halves (4,620 of them): a frame's reaction is then the first half-step's impulse
+    over its kick, and holds the same bound (measured 2.75e-7 against 2.78e-7; read after the whole
+    retried step instead, it was 3.2e-4 off)."""
     I = 1e-4
-    r = simulate(pendulum(60.0, inertia=I), duration=2.0, dt=2.5e-4, fps=200, record="joints", tol=1e-14)
+    r = simulate(pendulum(60.0, inertia=I), duration=2.0, dt=2.5e-4, fps=200, record="joints", tol=1e-14,
+                 max_turn=max_turn)
+    assert (r.reduced_steps[0] > 1000) == (max_turn is not None)
     F = r.channel("/Hinge", "forceLocal")[:, 0]  # joint frame 0 = world axes here
     # the first frame of a run has no reaction: the first step's impulses also undo the
     # leapfrog start's half step of gravity along the joints (docs/recording.md)
@@ -206,10 +212,15 @@ def test_pivot_reaction_of_a_point_mass_on_a_massless_link():
     assert tension.max() > 1.5 * tension.min()  # the swing really varies the tension
 
 
-def test_recorded_velocities_agree_with_finite_differences():
+@pytest.mark.parametrize("max_turn", [None, 6e-4])
+def test_recorded_velocities_agree_with_finite_differences(max_turn):
     """60 degrees at 2 kHz: central differences of the recorded positions / orientations are
-    off by dt^2/6 |x'''| <= 2.6e-6 m/s (|x'''| <= L w^3 (1 + 3 th0) = 63 m/s^3)."""
-    r = simulate(pendulum(60.0), duration=1.0, dt=5e-4, fps=2000, record="bodies")
+    off by dt^2/6 |x'''| <= 2.6e-6 m/s (|x'''| <= L w^3 (1 + 3 th0) = 63 m/s^3). With max_turn
+    6e-4 most steps are retried as halves (2,486): the frame's velocity is interpolated between
+    the half-step velocities around it (measured 2.4e-6 m/s; from the end of the retried step
+    instead, it was 1.8e-3 off)."""
+    r = simulate(pendulum(60.0), duration=1.0, dt=5e-4, fps=2000, record="bodies", max_turn=max_turn)
+    assert (r.reduced_steps[0] > 1000) == (max_turn is not None)
     dt = r.times[1] - r.times[0]
     x = r.positions[:, 0, 0]
     v = r.channel("/Bob", "velocity")[:, 0]

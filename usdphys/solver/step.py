@@ -1354,6 +1354,15 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
                 if level < MAX_HALVINGS:
                     may_reject = 1
                 if step_world(m, st, rs, es, sc, dg, cm, cs, w, hs, tol, 0, may_reject) != 0:
+                    if s == 0 and done == 0 and out.derived != 0:
+                        # the frame's central values, from the first step after it (when that was
+                        # retried, its first half, not the step's end)
+                        record_derived(out, m.el, m.row_k[w], m.row_c[w], m.row_value[w], m.row_tv[w],
+                                       m.gravity[w], m.inv_mass[w], m.inv_inertia[w], st.vel, st.omega,
+                                       sc.lam, sc.act, sc.jl1, sc.ja1, m.n_bodies, m.n_rows, w, f0 + f, t,
+                                       es.hlast[w], es.hkick[w])
+                        if lookahead != 0:
+                            return
                     done = done + unit
                 else:
                     dg.n_reduced[w] = dg.n_reduced[w] + 1
@@ -1373,13 +1382,6 @@ def advance_frames(m: ModelData, cm: ContactModel, st: StateData, rs: RowState, 
                     hs = wp.float64(0.5) * hs
             if failed != 0:
                 return
-            if s == 0 and out.derived != 0:
-                record_derived(out, m.el, m.row_k[w], m.row_c[w], m.row_value[w], m.row_tv[w], m.gravity[w],
-                               m.inv_mass[w], m.inv_inertia[w], st.vel, st.omega,
-                               sc.lam, sc.act, sc.jl1, sc.ja1, m.n_bodies, m.n_rows, w, f0 + f, t, es.hlast[w],
-                               es.hkick[w])
-                if lookahead != 0:
-                    return
             if check_world(m, st, dg, w, (f0 + f) * substeps + s + 1) != 0:
                 return
         for b in range(m.n_bodies):
