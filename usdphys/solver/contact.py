@@ -98,8 +98,8 @@ class ContactState:
     plam: wp.array2d(dtype=wp.float64)  # position-only normal impulse
     bn: wp.array2d(dtype=wp.float64)  # normal velocity target (hard)
     bp: wp.array2d(dtype=wp.float64)  # position-correction velocity target (hard)
-    gam: wp.array2d(dtype=wp.float64)  # compliance 1 / (h (h k + c)) (soft)
-    f0h: wp.array2d(dtype=wp.float64)  # h F(depth) (soft)
+    gam: wp.array2d(dtype=wp.float64)  # compliance 1 / (hk (h k + c)) (soft)
+    f0h: wp.array2d(dtype=wp.float64)  # hk F(depth) (soft; hk the step's kick span)
     mu: wp.array2d(dtype=wp.float64)
     rest: wp.array2d(dtype=wp.float64)  # restitution coefficient of an impacting contact, else 0
     lamc: wp.array2d(dtype=wp.vec3d)  # impulses of the second (post-restitution) inelastic pass
@@ -315,7 +315,8 @@ def contact_collide(cm: ContactModel, cs: ContactState, w: int, margin: wp.float
 
 
 @wp.func
-def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb: int, gravity: wp.vec3d,
+def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, hk: wp.float64, nb: int,
+                  gravity: wp.vec3d,
                   inv_mass: wp.array(dtype=wp.float64), pos: wp.array2d(dtype=wp.vec3d),
                   rot: wp.array2d(dtype=wp.quatd), vel: wp.array2d(dtype=wp.vec3d),
                   omega: wp.array2d(dtype=wp.vec3d), vfree: wp.array2d(dtype=wp.vec3d),
@@ -323,7 +324,8 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
     """Detect contacts at the step start and build their rows; returns the contact count.
 
     vel/omega: the state's velocities (before this step); vfree/wfree: the velocities the
-    joint solve produced without contact (the PGS starts from them).
+    joint solve produced without contact (the PGS starts from them). h: the step (gaps close
+    over it); hk: its kick span (step.kick_span: a compliant contact's impulse is hk F).
     """
     z = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
     gh = wp.length(gravity) * h
@@ -455,11 +457,11 @@ def contact_begin(cm: ContactModel, cs: ContactState, w: int, h: wp.float64, nb:
                     keff = f64(2.0) * estar * sq  # dF/d(depth)
                     F0 = f64(4.0) / f64(3.0) * estar * sq * depth
                     c = f64(-2.0) * wp.sqrt(f64(5.0) / f64(6.0)) * _beta(e) * wp.sqrt(keff * mstar)
-                den = h * (h * keff + c)
+                den = hk * (h * keff + c)
                 if den > f64(0.0):
                     kind = KIND_SOFT
                     gam = f64(1.0) / den
-                    f0h = h * F0
+                    f0h = hk * F0
         else:
             gap = -depth
             if gap > f64(0.0):

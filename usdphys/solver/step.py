@@ -926,7 +926,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1:
                 bound = kick_span(es, w, h) * m.row_fmax[w, i]  # the force limit over the kick
                 if mode == MODE_FRICTION:
-                    bound = es.lmax[w, i]  # static or dynamic friction effort times h
+                    bound = es.lmax[w, i]  # static or dynamic friction effort times the kick
                 if wp.abs(sc.lam[w, i]) > bound:
                     clamped = wp.sign(sc.lam[w, i]) * bound
                     sc.dlam[w, i] = clamped - sc.lam[w, i]
@@ -1178,7 +1178,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         # a joint pass that did not converge leaves nothing to build contact on: the step is retried
         if joint_pass == 1 or assemble != 0 or cm.n_pairs == 0 or not (sc.conv_err[w] <= ACCEPT_FACTOR * tol):
             break
-        n_c = contact_begin(cm, cs, w, h, nb, m.gravity[w], m.inv_mass[w], st.pos, st.rot, st.vel, st.omega, sc.vel1,
+        n_c = contact_begin(cm, cs, w, h, hk, nb, m.gravity[w], m.inv_mass[w], st.pos, st.rot, st.vel, st.omega, sc.vel1,
                             sc.omega1, sc.iinv, nr)
         if n_c == 0:
             break
