@@ -150,7 +150,8 @@ def _simulate_arguments(parser) -> None:
                              "from 1e-15 to 1e-3); recorded reactions follow the motion to about mass x TOL / dt^2")
     parser.add_argument("--max-turn", type=float, default=None, metavar="RAD",
                         help="retry a step smaller (down to dt/256) where a body turns more than RAD within it "
-                             "(default: off); for thin rods on Cardan joints near the joint's singular pose")
+                             "(default: off); may carry a thin rod through a near-singular pose, no guarantee "
+                             "(docs/solver.md)")
     parser.add_argument("--laws", default=None, metavar="MODULE",
                         help="user force laws named by mbd:userLaw: a Python module (dotted name or .py file) "
                              "whose LAWS dict, or else whose @wp.func functions by name, supply them")

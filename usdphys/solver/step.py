@@ -464,7 +464,7 @@ def law_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int, g:
     into the position error it causes (the Newton stopping test, like the other rows)."""
     el = m.el
     h = es.hnow[w]
-    hk = kick_span(es, w, h)
+    hk = es.hkick[w]
     d = element_delta(sc, w, i, m.row_kind[i], g)
     F = wp.float64(0.0)
     if el.law[i] == W_LAW_ARMATURE:  # lam = -a (gdot+ - gdot-) + hk P (P: a spring mass's weight)
@@ -483,7 +483,7 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
     el = m.el
     t = es.tnow[w]
     es.hnow[w] = h
-    hk = kick_span(es, w, h)  # element impulses are forces over the kick, not over h
+    hk = es.hkick[w]  # element impulses are forces over the kick (step_world set it), not over h
     es.min_newton[w] = 0
     for i in range(m.n_rows):
         es.rval[w, i] = m.row_value[w, i]
@@ -573,7 +573,7 @@ def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.floa
     taken, unwrapped angles, rates; friction rows remember whether they stuck."""
     el = m.el
     t = es.tnow[w]
-    hk = kick_span(es, w, h)
+    hk = es.hkick[w]
     for i in range(m.n_rows):
         mode = m.row_mode[i]
         if el.motor[i] == W_MOTOR_VELOCITY:
@@ -924,7 +924,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     sc.lam[w, i] = wp.float64(0.0)
                     changed = 1
             elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1:
-                bound = kick_span(es, w, h) * m.row_fmax[w, i]  # the force limit over the kick
+                bound = es.hkick[w] * m.row_fmax[w, i]  # the force limit over the kick
                 if mode == MODE_FRICTION:
                     bound = es.lmax[w, i]  # static or dynamic friction effort times the kick
                 if wp.abs(sc.lam[w, i]) > bound:
@@ -1082,7 +1082,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     if hp == h and rescale == 0 and m.equal_only != 0:
         order = wp.min(rs.run[w] - 1, 4)
     if assemble == 0:
-        es.hkick[w] = hk
+        es.hkick[w] = hk  # what the element rows, force limits and outputs of this try read
     for i in range(nr):
         mode = m.row_mode[i]
         act = int(0)
