@@ -170,9 +170,11 @@ def test_sparse_ldl_matches_a_dense_reference(data):
             seen.add(key)
     # the factor of A over the kept rows: pivots as the dense reference's, which sums in the same
     # order (only exact zero terms are skipped by the sparse one), so they differ at most by the
-    # compiler's fused multiply-adds: 1e-10 of the row's diagonal leaves room for their
-    # amplification in nearly dependent rows
-    D = Dw.numpy()[0]
+    # compiler's fused multiply-adds and the sparse one's products with reciprocal pivots (an ulp
+    # an entry): 1e-10 of the row's diagonal leaves room for their amplification in nearly
+    # dependent rows. The factor stores reciprocal pivots, 0 for a dropped row.
+    Dinv = Dw.numpy()[0]
+    D = np.divide(1.0, Dinv, out=np.zeros_like(Dinv), where=Dinv != 0)
     ref_D = _reference_ldl(A, pattern.perm, kept, float(FACTOR_TOL), float(REG))
     np.testing.assert_array_equal(D != 0, kept)
     assert np.all(np.abs(D - ref_D) <= 1e-10 * np.diag(A))

@@ -559,7 +559,7 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
     sc.iinv = zeros((W, Bn), wp.mat33d)
     for name in ("jl0", "ja0", "jl1", "ja1", "wl0", "wa0", "wl1", "wa1"):
         setattr(sc, name, zeros((W, Rn), wp.vec3d))
-    for name in ("g0", "sdiag", "sshift", "sinv", "lam", "res", "D", "ly", "dlam", "dres", "dstep", "fprev"):
+    for name in ("g0", "sdiag", "sshift", "sinv", "lam", "res", "Dinv", "ly", "dlam", "dres", "dstep", "fprev"):
         setattr(sc, name, zeros((W, Rn), wp.float64))
     sc.act = zeros((W, Rn), wp.int32)
     sc.keep = zeros((W, Rn), wp.int32)

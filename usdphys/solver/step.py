@@ -199,7 +199,7 @@ class RowState:
 @wp.struct
 class Scratch:
     """Work buffers of one step: written before they are read within the step. The one
-    exception is the factorisation cache (Lf, D, fage): models with equal rows only reuse the
+    exception is the factorisation cache (Lf, Dinv, fage): models with equal rows only reuse the
     factor of an earlier step (modified Newton, REFACTOR_EVERY); fage = -1 marks it stale."""
     # bodies [world, body]
     vstar: wp.array2d(dtype=wp.vec3d)
@@ -237,8 +237,8 @@ class Scratch:
     A: wp.array2d(dtype=wp.float64)
     Lf: wp.array2d(dtype=wp.float64)
     ly: wp.array2d(dtype=wp.float64)  # [world, row] the factorisation's work row, zero between uses
-    D: wp.array2d(dtype=wp.float64)
-    fage: wp.array(dtype=wp.int32)  # steps since Lf, D were factorised (-1: none valid)
+    Dinv: wp.array2d(dtype=wp.float64)  # [world, row] reciprocal pivots (ldl.py), 0: row not in the factor
+    fage: wp.array(dtype=wp.int32)  # steps since Lf, Dinv were factorised (-1: none valid)
     rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
     conv_err: wp.array(dtype=wp.float64)  # the step's largest row residual after solve_rows
     dlam: wp.array2d(dtype=wp.float64)  # [world, row] impulse changes of an active-set change
@@ -632,7 +632,7 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
         if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
             k = 1
         sc.keep[w, i] = k
-    ldl_factor(sc.A, sc.Lf, sc.D, sc.ly, sc.keep, sc.sdiag, m.pat, w, nr, FACTOR_TOL)
+    ldl_factor(sc.A, sc.Lf, sc.Dinv, sc.ly, sc.keep, sc.sdiag, m.pat, w, nr, FACTOR_TOL)
 
 
 @wp.func
@@ -667,11 +667,11 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
                 if (share & 8) != 0:
                     a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
         sc.Lf[w, e] = a
-    ldl_factor(sc.Lf, sc.Lf, sc.D, sc.ly, sc.keep, sc.sdiag, pat, w, nr, RANK_TOL)
+    ldl_factor(sc.Lf, sc.Lf, sc.Dinv, sc.ly, sc.keep, sc.sdiag, pat, w, nr, RANK_TOL)
     sc.rank_age[w] = 0
     for i in range(nr):
         indep = int(0)
-        if sc.D[w, i] != wp.float64(0.0):
+        if sc.Dinv[w, i] != wp.float64(0.0):
             indep = 1
         sc.rank_indep[w, i] = indep
 
@@ -786,7 +786,7 @@ def active_set_update(m: ModelData, st: StateData, es: ElementState, sc: Scratch
         if sc.act[w, i] == 1:
             r = -sc.res[w, i] / h - sc.dres[w, i]
         sc.res[w, i] = r
-    ldl_solve(sc.Lf, sc.D, m.pat, sc.res, w, nr)
+    ldl_solve(sc.Lf, sc.Dinv, m.pat, sc.res, w, nr)
     dg.n_updates[w] = dg.n_updates[w] + 1
     for i in range(nr):
         if sc.act[w, i] == 1:
@@ -892,7 +892,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 dg.n_updates[w] = dg.n_updates[w] + 1
                 for i in range(nr):
                     sc.res[w, i] = -sc.res[w, i] / h
-                ldl_solve(sc.Lf, sc.D, m.pat, sc.res, w, nr)
+                ldl_solve(sc.Lf, sc.Dinv, m.pat, sc.res, w, nr)
                 gamma = wp.float64(0.0)
                 if history != 0:
                     gamma = secant_weight(m, sc, w)
@@ -1183,7 +1183,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         if n_c == 0:
             break
         contact_solve(cm, cs, w, n_c, nb, m.inv_mass[w], sc.vel1, sc.omega1, nr, sc.act, m.row_b0, m.row_b1, m.pat,
-                      sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.D, sc.res)
+                      sc.jl0, sc.ja0, sc.jl1, sc.ja1, sc.wl0, sc.wa0, sc.wl1, sc.wa1, sc.sdiag, sc.Lf, sc.Dinv, sc.res)
         contact_kick(cs, w, n_c, m.inv_mass[w], sc.vel1, sc.omega1, sc.vstar, sc.mom, nr, sc.act, sc.lam)
     if assemble == 0:
         ok = sc.conv_err[w] <= ACCEPT_FACTOR * tol  # false for NaN too
