@@ -109,9 +109,12 @@ def ldl_factor(A: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64)
                 # ascending, from the first column row i can share (ldot)
                 f = pat.ldot[e]
                 stop = pat.lstop[e]
-                while f < stop:  # a while loop: see ldl_solve
-                    s = s - y[w, pat.lcol[f]] * Lf[w, f]
-                    f += 1
+                if f >= 0:  # index >= 0 tests: see ldl_solve
+                    while f < stop:
+                        k = pat.lcol[f]
+                        if k >= 0:
+                            s = s - y[w, k] * Lf[w, f]
+                        f += 1
                 l = s * rj
                 ld = ld + l * s
             Lf[w, e] = l
@@ -129,17 +132,23 @@ def ldl_solve(Lf: wp.array2d(dtype=wp.float64), Dinv: wp.array2d(dtype=wp.float6
               x: wp.array2d(dtype=wp.float64), w: int, n: int):
     """Solve in place: x <- A^-1 x on the rows kept by ldl_factor (others -> 0); x by row.
     The loops over entries are while loops: Warp's range() carries its step's sign into the loop
-    test, and on the CPU the solve of a 100-rod chain's pattern took 31 us that way against 22."""
+    test, and on the CPU the solve of a 100-rod chain's pattern took 31 us that way against 22.
+    The tests that an index read from the pattern, or a loop's first one, is >= 0 never fail: they
+    tell the C++ compiler so, and it drops the wrap of negative indices (Python's a[-1]) that Warp
+    puts in every array access, a few integer operations each (the solve of a 100-rod chain's
+    pattern 16.8 -> 10.5 us, its factorisation 47 -> 37 us)."""
     e = int(0)
     for p in range(n):
         i = pat.perm[p]
         stop = pat.lrow[p + 1] - 1  # the diagonal: the row's entries are e .. stop - 1
         if Dinv[w, i] == wp.float64(0.0):
             x[w, i] = wp.float64(0.0)
-        else:
+        elif e >= 0:
             s = x[w, i]
             while e < stop:
-                s = s - Lf[w, e] * x[w, pat.lcol[e]]
+                k = pat.lcol[e]
+                if k >= 0:
+                    s = s - Lf[w, e] * x[w, k]
                 e += 1
             x[w, i] = s
         e = stop + 1
@@ -153,8 +162,10 @@ def ldl_solve(Lf: wp.array2d(dtype=wp.float64), Dinv: wp.array2d(dtype=wp.float6
         if xi != wp.float64(0.0):  # 0 also for skipped / dropped rows
             e = pat.lrow[p]
             stop = pat.lrow[p + 1] - 1
-            while e < stop:
-                j = pat.lcol[e]
-                x[w, j] = x[w, j] - Lf[w, e] * xi
-                e += 1
+            if e >= 0:
+                while e < stop:
+                    j = pat.lcol[e]
+                    if j >= 0:
+                        x[w, j] = x[w, j] - Lf[w, e] * xi
+                    e += 1
         p -= 1
