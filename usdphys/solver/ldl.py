@@ -88,41 +88,54 @@ def ldl_factor(A: wp.array2d(dtype=wp.float64), Lf: wp.array2d(dtype=wp.float64)
     runs over the other row's entries without searching. y holds L[i,k] D[k] (the entry's sum
     before its division), so a term of a later sum is one product and the pivot's sum
     sum_k L[i,k]^2 D[k] is sum_k L[i,k] y[k]."""
-    for p in range(n):
+    p = int(-1)  # loops count up from -1 and indices are tested >= 0: see ldl_solve
+    while p < n - 1:
+        p += 1
         i = pat.perm[p]
-        Dinv[w, i] = wp.float64(0.0)
         e0 = pat.lrow[p]
         ed = pat.lrow[p + 1] - 1  # the diagonal
+        if i < 0 or e0 < 0:  # never
+            continue
+        Dinv[w, i] = wp.float64(0.0)
         if act[w, i] != 1:  # skipped: a zero row
-            for e in range(e0, ed):
+            e = e0
+            while e < ed:
                 Lf[w, e] = wp.float64(0.0)
+                e += 1
             continue
         ld = wp.float64(0.0)  # sum_k L[i,k]^2 D[k]
-        for e in range(e0, ed):
+        e = e0
+        while e < ed:
             j = pat.lcol[e]
-            rj = Dinv[w, j]
-            l = wp.float64(0.0)  # column of a skipped or dependent row: 0
-            s = wp.float64(0.0)
-            if rj != wp.float64(0.0):
-                s = A[w, e]
-                # L[i,k] D[k] (in y, 0 where row i has no entry) against row j's entries, k
-                # ascending, from the first column row i can share (ldot)
-                f = pat.ldot[e]
-                stop = pat.lstop[e]
-                if f >= 0:  # index >= 0 tests: see ldl_solve
-                    while f < stop:
-                        k = pat.lcol[f]
-                        if k >= 0:
-                            s = s - y[w, k] * Lf[w, f]
-                        f += 1
-                l = s * rj
-                ld = ld + l * s
-            Lf[w, e] = l
-            y[w, j] = s
+            if j >= 0:
+                rj = Dinv[w, j]
+                l = wp.float64(0.0)  # column of a skipped or dependent row: 0
+                s = wp.float64(0.0)
+                if rj != wp.float64(0.0):
+                    s = A[w, e]
+                    # L[i,k] D[k] (in y, 0 where row i has no entry) against row j's entries, k
+                    # ascending, from the first column row i can share (ldot)
+                    f = pat.ldot[e]
+                    stop = pat.lstop[e]
+                    if f >= 0:
+                        while f < stop:
+                            k = pat.lcol[f]
+                            if k >= 0:
+                                s = s - y[w, k] * Lf[w, f]
+                            f += 1
+                    l = s * rj
+                    ld = ld + l * s
+                Lf[w, e] = l
+                y[w, j] = s
+            e += 1
         ajj = A[w, ed] + sdiag[w, i]
         d = ajj * (wp.float64(1.0) + REG) - ld
-        for e in range(e0, ed):
-            y[w, pat.lcol[e]] = wp.float64(0.0)
+        e = e0
+        while e < ed:
+            j = pat.lcol[e]
+            if j >= 0:
+                y[w, j] = wp.float64(0.0)
+            e += 1
         if ajj > wp.float64(0.0) and d > pivot_tol * ajj:
             Dinv[w, i] = wp.float64(1.0) / d
 
@@ -135,30 +148,39 @@ def ldl_solve(Lf: wp.array2d(dtype=wp.float64), Dinv: wp.array2d(dtype=wp.float6
     test, and on the CPU the solve of a 100-rod chain's pattern took 31 us that way against 22.
     The tests that an index read from the pattern, or a loop's first one, is >= 0 never fail: they
     tell the C++ compiler so, and it drops the wrap of negative indices (Python's a[-1]) that Warp
-    puts in every array access, a few integer operations each (the solve of a 100-rod chain's
-    pattern 16.8 -> 10.5 us, its factorisation 47 -> 37 us)."""
+    puts in every array access, a few integer operations each; loops over rows count up from -1
+    for the same reason (step.py's docstring). A 100-rod chain's pattern: the solve 16.8 -> 9.1
+    us, the factorisation 47 -> 22 us."""
     e = int(0)
-    for p in range(n):
+    p = int(-1)
+    while p < n - 1:
+        p += 1
         i = pat.perm[p]
         stop = pat.lrow[p + 1] - 1  # the diagonal: the row's entries are e .. stop - 1
-        if Dinv[w, i] == wp.float64(0.0):
-            x[w, i] = wp.float64(0.0)
-        elif e >= 0:
-            s = x[w, i]
-            while e < stop:
-                k = pat.lcol[e]
-                if k >= 0:
-                    s = s - Lf[w, e] * x[w, k]
-                e += 1
-            x[w, i] = s
+        if i >= 0 and e >= 0:
+            if Dinv[w, i] == wp.float64(0.0):
+                x[w, i] = wp.float64(0.0)
+            else:
+                s = x[w, i]
+                while e < stop:
+                    k = pat.lcol[e]
+                    if k >= 0:
+                        s = s - Lf[w, e] * x[w, k]
+                    e += 1
+                x[w, i] = s
         e = stop + 1
-    for i in range(n):
+    i = int(-1)
+    while i < n - 1:
+        i += 1
         x[w, i] = x[w, i] * Dinv[w, i]
     # L^T x = y, rows last to first: once x_i is final, its row's entries L[i, j] pass x_i on to
     # the earlier rows j (row-wise storage, no column index, and no single chain of sums)
     p = n - 1
     while p >= 0:
-        xi = x[w, pat.perm[p]]
+        i = pat.perm[p]
+        xi = wp.float64(0.0)
+        if i >= 0:
+            xi = x[w, i]
         if xi != wp.float64(0.0):  # 0 also for skipped / dropped rows
             e = pat.lrow[p]
             stop = pat.lrow[p + 1] - 1

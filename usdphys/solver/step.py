@@ -669,36 +669,44 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
     """Which hard active rows are independent (sc.rank_indep), from the mass-free matrix
     G S G^T built in Lf's pattern and factorised in place (factor_rows says why)."""
     pat = m.pat
-    for i in range(nr):
+    i = int(-1)
+    while i < nr - 1:
+        i += 1
         k = int(0)
         if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
             k = 1
         sc.keep[w, i] = k
         sc.rank_hard[w, i] = k
-    for e in range(pat.lrow[nr]):
+    ne = pat.lrow[nr]
+    e = int(-1)
+    while e < ne - 1:
+        e += 1
         # the later row of the two first (li): the same sum, term for term, as the dense method
         i = pat.li[e]
         j = pat.lj[e]
         share = pat.lshare[e]
         a = wp.float64(0.0)
-        if (share & SHARE_COUPLED) != 0:
-            if sc.keep[w, i] != 0 and sc.keep[w, j] != 0:
-                a = coupled_entry(m, sc, w, i, j, 1)
-        elif share != 0 and sc.keep[w, i] != 0 and sc.keep[w, j] != 0:
-            if (share & 3) != 0 and m.inv_mass[w, m.row_b0[i]] > wp.float64(0.0):
-                if (share & 1) != 0:
-                    a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
-                if (share & 2) != 0:
-                    a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
-            if (share & 12) != 0 and m.inv_mass[w, m.row_b1[i]] > wp.float64(0.0):
-                if (share & 4) != 0:
-                    a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
-                if (share & 8) != 0:
-                    a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
+        if i >= 0 and j >= 0:  # never false: lets the compiler drop the index wrap (module docstring)
+            if (share & SHARE_COUPLED) != 0:
+                if sc.keep[w, i] != 0 and sc.keep[w, j] != 0:
+                    a = coupled_entry(m, sc, w, i, j, 1)
+            elif share != 0 and sc.keep[w, i] != 0 and sc.keep[w, j] != 0:
+                if (share & 3) != 0 and m.inv_mass[w, m.row_b0[i]] > wp.float64(0.0):
+                    if (share & 1) != 0:
+                        a = a + wp.dot(sc.jl0[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja0[w, j])
+                    if (share & 2) != 0:
+                        a = a + wp.dot(sc.jl0[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja0[w, i], sc.ja1[w, j])
+                if (share & 12) != 0 and m.inv_mass[w, m.row_b1[i]] > wp.float64(0.0):
+                    if (share & 4) != 0:
+                        a = a + wp.dot(sc.jl1[w, i], sc.jl0[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja0[w, j])
+                    if (share & 8) != 0:
+                        a = a + wp.dot(sc.jl1[w, i], sc.jl1[w, j]) + m.geo_ang * wp.dot(sc.ja1[w, i], sc.ja1[w, j])
         sc.Lf[w, e] = a
     ldl_factor(sc.Lf, sc.Lf, sc.Dinv, sc.ly, sc.keep, sc.sdiag, pat, w, nr, RANK_TOL)
     sc.rank_age[w] = 0
-    for i in range(nr):
+    i = int(-1)
+    while i < nr - 1:
+        i += 1
         indep = int(0)
         if sc.Dinv[w, i] != wp.float64(0.0):
             indep = 1
@@ -760,24 +768,26 @@ def build_A(m: ModelData, sc: Scratch, w: int):
     """A = G M^-1 G^T at the step start, on the factor's pattern (only body-sharing pairs are
     non-zero; the pattern's fill entries get 0)."""
     pat = m.pat
+    ne = pat.lrow[m.n_rows]
     e = int(-1)
-    while e < pat.lrow[m.n_rows] - 1:
+    while e < ne - 1:
         e += 1
         # the later row of the two first (li): the same value as the dense lower triangle
         i = pat.li[e]
         j = pat.lj[e]
         share = pat.lshare[e]  # which bodies the two rows share (0: a fill entry)
         a = wp.float64(0.0)
-        if (share & SHARE_COUPLED) != 0:
-            a = coupled_entry(m, sc, w, i, j, 0)
-        if (share & 1) != 0 and (share & SHARE_COUPLED) == 0:
-            a = a + wp.dot(sc.jl0[w, i], sc.wl0[w, j]) + wp.dot(sc.ja0[w, i], sc.wa0[w, j])
-        if (share & 2) != 0 and (share & SHARE_COUPLED) == 0:
-            a = a + wp.dot(sc.jl0[w, i], sc.wl1[w, j]) + wp.dot(sc.ja0[w, i], sc.wa1[w, j])
-        if (share & 4) != 0 and (share & SHARE_COUPLED) == 0:
-            a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
-        if (share & 8) != 0 and (share & SHARE_COUPLED) == 0:
-            a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
+        if i >= 0 and j >= 0:  # never false: lets the compiler drop the index wrap (module docstring)
+            if (share & SHARE_COUPLED) != 0:
+                a = coupled_entry(m, sc, w, i, j, 0)
+            if (share & 1) != 0 and (share & SHARE_COUPLED) == 0:
+                a = a + wp.dot(sc.jl0[w, i], sc.wl0[w, j]) + wp.dot(sc.ja0[w, i], sc.wa0[w, j])
+            if (share & 2) != 0 and (share & SHARE_COUPLED) == 0:
+                a = a + wp.dot(sc.jl0[w, i], sc.wl1[w, j]) + wp.dot(sc.ja0[w, i], sc.wa1[w, j])
+            if (share & 4) != 0 and (share & SHARE_COUPLED) == 0:
+                a = a + wp.dot(sc.jl1[w, i], sc.wl0[w, j]) + wp.dot(sc.ja1[w, i], sc.wa0[w, j])
+            if (share & 8) != 0 and (share & SHARE_COUPLED) == 0:
+                a = a + wp.dot(sc.jl1[w, i], sc.wl1[w, j]) + wp.dot(sc.ja1[w, i], sc.wa1[w, j])
         sc.A[w, e] = a
 
 
