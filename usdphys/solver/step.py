@@ -251,6 +251,7 @@ class Scratch:
     Lf: wp.array2d(dtype=wp.float64)
     ly: wp.array2d(dtype=wp.float64)  # [world, row] the factorisation's work row, zero between uses
     Dinv: wp.array2d(dtype=wp.float64)  # [world, row] reciprocal pivots (ldl.py), 0: row not in the factor
+    wfresh: wp.array(dtype=wp.int32)  # 1: wa0, wa1 hold this step's values (angular_responses)
     fage: wp.array(dtype=wp.int32)  # steps since Lf, Dinv were factorised (-1: none valid)
     rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
     conv_err: wp.array(dtype=wp.float64)  # the step's largest row residual after solve_rows
@@ -764,6 +765,28 @@ def coupled_entry(m: ModelData, sc: Scratch, w: int, i: int, j: int, geo: int) -
 
 
 @wp.func
+def angular_responses(m: ModelData, sc: Scratch, w: int):
+    """The rows' angular velocity responses wa = I^-1 ja at the step start (sc.iinv), which
+    build_A and contact read; sc.wfresh = 1. A step that reuses an earlier factor needs none
+    (500 matrix-vector products a step of a 100-rod chain)."""
+    z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    i = int(-1)
+    while i < m.n_rows - 1:
+        i += 1
+        b0 = m.row_b0[i]
+        b1 = m.row_b1[i]
+        wa0 = z
+        wa1 = z
+        if b0 >= 0:
+            wa0 = sc.iinv[w, b0] * sc.ja0[w, i]
+        if b1 >= 0:
+            wa1 = sc.iinv[w, b1] * sc.ja1[w, i]
+        sc.wa0[w, i] = wa0
+        sc.wa1[w, i] = wa1
+    sc.wfresh[w] = 1
+
+
+@wp.func
 def build_A(m: ModelData, sc: Scratch, w: int):
     """A = G M^-1 G^T at the step start, on the factor's pattern (only body-sharing pairs are
     non-zero; the pattern's fill entries get 0)."""
@@ -794,6 +817,8 @@ def build_A(m: ModelData, sc: Scratch, w: int):
 @wp.func
 def refactor_this_step(m: ModelData, sc: Scratch, dg: Diagnostics, w: int, nr: int):
     """Replace an earlier step's factor (modified Newton) by this step's A and its factor."""
+    if sc.wfresh[w] == 0:
+        angular_responses(m, sc, w)
     build_A(m, sc, w)
     factor_rows(m, sc, w, nr)
     sc.fage[w] = 0
@@ -896,6 +921,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             if wp.abs(sc.res[w, i]) == e0:
                 dg.init_row[w] = i
     # 5. Newton iteration inside an active-set loop
+    rhs_scale = wp.float64(-1.0) / h  # an update solves A d = -r / h (a product per row, not a division)
     pending = int(0)  # 1: the last pass changed impulses (sc.dlam) without moving the bodies
     for p in range(MAX_PASSES):
         if sc.fage[w] <= 0 or p > 0:  # fage > 0: the factor of an earlier step is reused
@@ -948,7 +974,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 i = int(-1)
                 while i < nr - 1:
                     i += 1
-                    sc.res[w, i] = -sc.res[w, i] / h
+                    sc.res[w, i] = sc.res[w, i] * rhs_scale
                 ldl_solve(sc.Lf, sc.Dinv, m.pat, sc.res, w, nr)
                 gamma = wp.float64(0.0)
                 if history != 0:
@@ -1107,22 +1133,19 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         sc.jl1[w, i] = s * jl1
         sc.ja1[w, i] = s * ja1
         wl0 = z
-        wa0 = z
         wl1 = z
-        wa1 = z
         if b0 >= 0:
             wl0 = (s * m.inv_mass[w, b0]) * jl0
-            wa0 = sc.iinv[w, b0] * (s * ja0)
         if b1 >= 0:
             wl1 = (s * m.inv_mass[w, b1]) * jl1
-            wa1 = sc.iinv[w, b1] * (s * ja1)
         sc.wl0[w, i] = wl0
-        sc.wa0[w, i] = wa0
         sc.wl1[w, i] = wl1
-        sc.wa1[w, i] = wa1
-    # 3. A = G M^-1 G^T, unless the last factorisation is reused (modified Newton)
+    # 3. A = G M^-1 G^T, unless the last factorisation is reused (modified Newton); the angular
+    # responses I^-1 G^T only A needs (and contact, which always rebuilds A) with it
     age = sc.fage[w]
+    sc.wfresh[w] = 0
     if assemble != 0 or m.equal_only == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
+        angular_responses(m, sc, w)
         build_A(m, sc, w)
         sc.fage[w] = -1  # solve_rows factorises
     else:
