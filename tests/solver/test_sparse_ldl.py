@@ -35,7 +35,7 @@ def _factor_and_solve(S: wp.array2d(dtype=wp.float64), A: wp.array2d(dtype=wp.fl
             k = 1
         keep[w, i] = k
     ldl_factor(A, Lf, D, y, keep, sdiag, pat, w, n, FACTOR_TOL)
-    ldl_solve(Lf, D, pat, x, w, n)
+    ldl_solve(Lf, D, pat, x, w, n, wp.float64(1.0))
 
 
 def _mechanism(data):

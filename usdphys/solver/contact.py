@@ -528,7 +528,7 @@ def project_joints(w: int, nr: int, act: wp.array2d(dtype=wp.int32), row_b0: wp.
                 r = r + wp.dot(jl1[w, i], dv[w, b1]) + wp.dot(ja1[w, i], dw[w, b1])
             r = r + sdiag[w, i] * acc[w, i]
         res[w, i] = -r
-    ldl_solve_rows(Lf, Dg, pat, res, w, nr)
+    ldl_solve_rows(Lf, Dg, pat, res, w, nr, f64(1.0))
     for i in range(nr):
         if act[w, i] != 1:
             continue

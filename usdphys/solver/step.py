@@ -856,7 +856,7 @@ def active_set_update(m: ModelData, st: StateData, es: ElementState, sc: Scratch
         if sc.act[w, i] == 1:
             r = -sc.res[w, i] / h - sc.dres[w, i]
         sc.res[w, i] = r
-    ldl_solve(sc.Lf, sc.Dinv, m.pat, sc.res, w, nr)
+    ldl_solve(sc.Lf, sc.Dinv, m.pat, sc.res, w, nr, wp.float64(1.0))
     dg.n_updates[w] = dg.n_updates[w] + 1
     i = int(-1)
     while i < nr - 1:
@@ -903,10 +903,14 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
     """Steps 4-5 of step_world: SHAKE Newton on the row impulses inside the active-set loop,
     from the current sc.lam / sc.act (run twice per step when there is contact)."""
     nr = m.n_rows
+    # the loops of the active set visit no row when every row is an equal row
+    n_set = nr
+    if m.equal_only != 0:
+        n_set = 0
     # 4. limits violated by the unconstrained prediction start active
     move_bodies(m, st, sc, w, h, assemble)
     i = int(-1)
-    while i < nr - 1:
+    while i < n_set - 1:
         i += 1
         mode = m.row_mode[i]
         if mode == MODE_LOWER or mode == MODE_UPPER:
@@ -921,7 +925,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             if wp.abs(sc.res[w, i]) == e0:
                 dg.init_row[w] = i
     # 5. Newton iteration inside an active-set loop
-    rhs_scale = wp.float64(-1.0) / h  # an update solves A d = -r / h (a product per row, not a division)
+    rhs_scale = wp.float64(-1.0) / h  # an update solves A d = -r / h (ldl_solve scales r)
     pending = int(0)  # 1: the last pass changed impulses (sc.dlam) without moving the bodies
     for p in range(MAX_PASSES):
         if sc.fage[w] <= 0 or p > 0:  # fage > 0: the factor of an earlier step is reused
@@ -971,11 +975,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 applied = wp.float64(1.0)
                 updates = updates + 1
                 dg.n_updates[w] = dg.n_updates[w] + 1
-                i = int(-1)
-                while i < nr - 1:
-                    i += 1
-                    sc.res[w, i] = sc.res[w, i] * rhs_scale
-                ldl_solve(sc.Lf, sc.Dinv, m.pat, sc.res, w, nr)
+                ldl_solve(sc.Lf, sc.Dinv, m.pat, sc.res, w, nr, rhs_scale)
                 gamma = wp.float64(0.0)
                 if history != 0:
                     gamma = secant_weight(m, sc, w)
@@ -996,7 +996,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             move_bodies(m, st, sc, w, h, assemble)
         changed = int(0)
         i = int(-1)
-        while i < nr - 1:
+        while i < n_set - 1:
             i += 1
             mode = m.row_mode[i]
             sc.dlam[w, i] = wp.float64(0.0)
@@ -1236,8 +1236,11 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         begin_elements(m, es, sc, w, h, assemble)  # motors, force elements, friction
     else:  # nothing to set up: the assembly already set every row's value (rval)
         es.hnow[w] = h
+    n_set = nr  # rows with limits to bound: none when every row is an equal row
+    if m.equal_only != 0:
+        n_set = 0
     i = int(-1)
-    while i < nr - 1:
+    while i < n_set - 1:
         i += 1
         # A limit the pose violates at the step start (only possible when the input starts
         # outside the range) acts at the current coordinate instead: the joint cannot go
