@@ -55,6 +55,7 @@ from usdphys.solver.mathx import (
     MODE_UPPER,
     ROW_DIST,
     ROW_TWIST,
+    PI,
     TWO_PI,
     cayley,
     cmul,
@@ -305,10 +306,24 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
 
 
 @wp.func
-def row_coord(es: ElementState, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
+def turn_step(axis: int, dg: wp.float64) -> wp.float64:
+    """How far a twist row's angle turned, from the change dg of its wrapped value: dg wrapped
+    into (-pi, pi]; for the first and last angles of a joint's x-y-z sequence (axis 6, 8) into
+    (-pi/2, pi/2]. Those two are measured with the middle angle kept within +-90 deg, so where the
+    joint swings through the sequence's lock (middle angle 90 deg) the measurement moves to the
+    decomposition's other branch and both jump by exactly pi while nothing turned (a rod swinging
+    down a vertical plane read 180 deg on a +-170 deg limit of its last angle and stopped). A
+    real turn of over pi/2 in one step is far beyond any step the solver converges."""
+    if axis == 6 or axis == 8:
+        return dg - PI * wp.ceil((dg - wp.float64(0.5) * PI) / PI)
+    return wrap_angle(dg)
+
+
+@wp.func
+def row_coord(m: ModelData, es: ElementState, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
     """The coordinate a limit compares with: g for lengths, the unwrapped angle for twists."""
     if kind == ROW_TWIST:
-        return es.qc[w, i] + wrap_angle(g - es.qg[w, i])
+        return es.qc[w, i] + turn_step(m.row_axis[i], g - es.qg[w, i])
     return g
 
 
@@ -427,11 +442,11 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
                 dg = wrap_angle(dg)
             r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         elif mode == MODE_LOWER or mode == MODE_UPPER:
-            r = row_sign(mode) * (row_coord(es, w, i, kind, g) - es.rval[w, i])
+            r = row_sign(mode) * (row_coord(m, es, w, i, kind, g) - es.rval[w, i])
         elif m.row_partner[i] >= 0:  # coupling: unwrapped coordinates, q_f + ratio q_l - value
             p = m.row_partner[i]
             gp, pl0, pa0, pl1, pa1 = row_at(m, p, sc.pos1, sc.rot1, w)
-            r = (row_coord(es, w, i, kind, g) + m.row_ratio[i] * row_coord(es, w, p, m.row_kind[p], gp)
+            r = (row_coord(m, es, w, i, kind, g) + m.row_ratio[i] * row_coord(m, es, w, p, m.row_kind[p], gp)
                  - es.rval[w, i])
         else:
             dg = g - es.rval[w, i]
@@ -452,7 +467,7 @@ def inequality_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: 
     b1 = m.row_b1[i]
     kind = m.row_kind[i]
     g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
-    return row_sign(m.row_mode[i]) * (row_coord(es, w, i, kind, g) - es.rval[w, i])
+    return row_sign(m.row_mode[i]) * (row_coord(m, es, w, i, kind, g) - es.rval[w, i])
 
 
 # ---------------------------------------------------------------- force elements
@@ -1126,7 +1141,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             if assemble != 0:
                 es.qc[w, i] = start_turn(g, m.row_lo[w, i], m.row_hi[w, i])
             else:
-                es.qc[w, i] = es.qc[w, i] + wrap_angle(g - es.qg[w, i])
+                es.qc[w, i] = es.qc[w, i] + turn_step(m.row_axis[i], g - es.qg[w, i])
             es.qg[w, i] = g
         sc.jl0[w, i] = s * jl0
         sc.ja0[w, i] = s * ja0
