@@ -571,7 +571,6 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
     sc.Lf = zeros((W, nnz), wp.float64)
     sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)
     sc.rfresh = wp.zeros(W, dtype=wp.int32, device=dev)
-    sc.wfresh = wp.zeros(W, dtype=wp.int32, device=dev)
     sc.conv_err = wp.zeros(W, dtype=wp.float64, device=dev)
     return sc
 

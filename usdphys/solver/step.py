@@ -252,7 +252,6 @@ class Scratch:
     Lf: wp.array2d(dtype=wp.float64)
     ly: wp.array2d(dtype=wp.float64)  # [world, row] the factorisation's work row, zero between uses
     Dinv: wp.array2d(dtype=wp.float64)  # [world, row] reciprocal pivots (ldl.py), 0: row not in the factor
-    wfresh: wp.array(dtype=wp.int32)  # 1: wa0, wa1 hold this step's values (angular_responses)
     fage: wp.array(dtype=wp.int32)  # steps since Lf, Dinv were factorised (-1: none valid)
     rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
     conv_err: wp.array(dtype=wp.float64)  # the step's largest row residual after solve_rows
@@ -307,13 +306,17 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
 
 @wp.func
 def turn_step(axis: int, dg: wp.float64) -> wp.float64:
-    """How far a twist row's angle turned, from the change dg of its wrapped value: dg wrapped
-    into (-pi, pi]; for the first and last angles of a joint's x-y-z sequence (axis 6, 8) into
-    (-pi/2, pi/2]. Those two are measured with the middle angle kept within +-90 deg, so where the
-    joint swings through the sequence's lock (middle angle 90 deg) the measurement moves to the
-    decomposition's other branch and both jump by exactly pi while nothing turned (a rod swinging
-    down a vertical plane read 180 deg on a +-170 deg limit of its last angle and stopped). A
-    real turn of over pi/2 in one step is far beyond any step the solver converges."""
+    """How far a twist row's angle turned between two poses a step or less apart, from the
+    change dg of its wrapped value: dg wrapped into (-pi, pi]; for the first and last angles of a
+    joint's x-y-z sequence (axis 6, 8) into (-pi/2, pi/2]. Those two are measured with the middle
+    angle kept within +-90 deg, so where the joint swings through the sequence's lock (middle
+    angle 90 deg) the measurement moves to the decomposition's other branch and both jump by
+    exactly pi while nothing turned (a rod swinging down a vertical plane read 180 deg on a
+    +-170 deg limit of its last angle, or a damper on that angle read a half turn within one
+    step, and stopped). A real turn of over pi/2 in one step is far beyond any step the solver
+    converges. Every turn of a twist row between two poses goes through here (limits' unwrapped
+    angles, drives, friction, force elements); a difference from a target angle does not (a
+    target may lie anywhere on the circle)."""
     if axis == 6 or axis == 8:
         return dg - PI * wp.ceil((dg - wp.float64(0.5) * PI) / PI)
     return wrap_angle(dg)
@@ -325,6 +328,15 @@ def row_coord(m: ModelData, es: ElementState, w: int, i: int, kind: int, g: wp.f
     if kind == ROW_TWIST:
         return es.qc[w, i] + turn_step(m.row_axis[i], g - es.qg[w, i])
     return g
+
+
+@wp.func
+def active_set_rows(m: ModelData) -> int:
+    """How many rows the loops over limits and clamped drives visit: none when every row is an
+    equal row (m.equal_only), else all."""
+    if m.equal_only != 0:
+        return 0
+    return m.n_rows
 
 
 @wp.func
@@ -439,7 +451,7 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
         elif mode == MODE_SOFT or mode == MODE_FRICTION:
             dg = g - sc.g0[w, i]
             if kind == ROW_TWIST:
-                dg = wrap_angle(dg)
+                dg = turn_step(m.row_axis[i], dg)
             r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         elif mode == MODE_LOWER or mode == MODE_UPPER:
             r = row_sign(mode) * (row_coord(m, es, w, i, kind, g) - es.rval[w, i])
@@ -474,10 +486,10 @@ def inequality_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: 
 # Law rows (MODE_LAW), friction rows (MODE_FRICTION), motor rows and loads; the data and the
 # laws are in usdphys/solver/forces.py, the method in docs/forces.md.
 @wp.func
-def element_delta(sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
+def element_delta(m: ModelData, sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
     d = g - sc.g0[w, i]
     if kind == ROW_TWIST:
-        d = wrap_angle(d)
+        d = turn_step(m.row_axis[i], d)
     return d
 
 
@@ -502,7 +514,7 @@ def law_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int, g:
     el = m.el
     h = es.hnow[w]
     hk = es.hkick[w]
-    d = element_delta(sc, w, i, m.row_kind[i], g)
+    d = element_delta(m, sc, w, i, m.row_kind[i], g)
     F = wp.float64(0.0)
     if el.law[i] == W_LAW_ARMATURE:  # lam = -a (gdot+ - gdot-) + hk P (P: a spring mass's weight)
         F = sc.lam[w, i] + m.row_c[w, i] * (d / h - es.gdot[w, i]) - hk * el.preload[i]
@@ -556,7 +568,7 @@ def begin_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.fl
             g0 = sc.g0[w, i]
             gun = g0
             if kind == ROW_TWIST:
-                gun = es.gun[w, i] + wrap_angle(g0 - es.gun[w, i])
+                gun = es.gun[w, i] + turn_step(m.row_axis[i], g0 - es.gun[w, i])
             es.gun[w, i] = gun
             aii = sc.A[w, m.pat.diag[i]]
             if aii <= wp.float64(0.0) or (kind == ROW_DIST and g0 < W_LINE_EPS):
@@ -634,7 +646,7 @@ def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.floa
             b1 = m.row_b1[i]
             kind = m.row_kind[i]
             g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
-            d = element_delta(sc, w, i, kind, g)
+            d = element_delta(m, sc, w, i, kind, g)
             if el.law[i] != W_LAW_ARMATURE:
                 f, dfg, dfv = law_force(el, i, m.row_k[w, i], m.row_c[w, i], m.row_value[w, i], m.row_tv[w, i],
                                         es.gun[w, i] + wp.float64(0.5) * d, d / h, t + wp.float64(0.5) * h, 0)
@@ -782,7 +794,7 @@ def coupled_entry(m: ModelData, sc: Scratch, w: int, i: int, j: int, geo: int) -
 @wp.func
 def angular_responses(m: ModelData, sc: Scratch, w: int):
     """The rows' angular velocity responses wa = I^-1 ja at the step start (sc.iinv), which
-    build_A and contact read; sc.wfresh = 1. A step that reuses an earlier factor needs none
+    build_A and contact read. A step that reuses an earlier factor needs none
     (500 matrix-vector products a step of a 100-rod chain)."""
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
     i = int(-1)
@@ -798,7 +810,6 @@ def angular_responses(m: ModelData, sc: Scratch, w: int):
             wa1 = sc.iinv[w, b1] * sc.ja1[w, i]
         sc.wa0[w, i] = wa0
         sc.wa1[w, i] = wa1
-    sc.wfresh[w] = 1
 
 
 @wp.func
@@ -831,9 +842,10 @@ def build_A(m: ModelData, sc: Scratch, w: int):
 
 @wp.func
 def refactor_this_step(m: ModelData, sc: Scratch, dg: Diagnostics, w: int, nr: int):
-    """Replace an earlier step's factor (modified Newton) by this step's A and its factor."""
-    if sc.wfresh[w] == 0:
-        angular_responses(m, sc, w)
+    """Replace an earlier step's factor (modified Newton) by this step's A and its factor. Only
+    called on an earlier step's factor (fage > 0): this step built no A, so it has no angular
+    responses yet."""
+    angular_responses(m, sc, w)
     build_A(m, sc, w)
     factor_rows(m, sc, w, nr)
     sc.fage[w] = 0
@@ -918,10 +930,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
     """Steps 4-5 of step_world: SHAKE Newton on the row impulses inside the active-set loop,
     from the current sc.lam / sc.act (run twice per step when there is contact)."""
     nr = m.n_rows
-    # the loops of the active set visit no row when every row is an equal row
-    n_set = nr
-    if m.equal_only != 0:
-        n_set = 0
+    n_set = active_set_rows(m)
     # 4. limits violated by the unconstrained prediction start active
     move_bodies(m, st, sc, w, h, assemble)
     i = int(-1)
@@ -1040,7 +1049,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
                 moved = g - sc.g0[w, i]
                 if m.row_kind[i] == ROW_TWIST:
-                    moved = wrap_angle(moved)
+                    moved = turn_step(m.row_axis[i], moved)
                 if moved * sc.lam[w, i] > wp.float64(0.0):
                     sc.act[w, i] = 1
                     changed = 1
@@ -1158,7 +1167,6 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     # 3. A = G M^-1 G^T, unless the last factorisation is reused (modified Newton); the angular
     # responses I^-1 G^T only A needs (and contact, which always rebuilds A) with it
     age = sc.fage[w]
-    sc.wfresh[w] = 0
     if assemble != 0 or m.equal_only == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
         angular_responses(m, sc, w)
         build_A(m, sc, w)
@@ -1251,9 +1259,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         begin_elements(m, es, sc, w, h, assemble)  # motors, force elements, friction
     else:  # nothing to set up: the assembly already set every row's value (rval)
         es.hnow[w] = h
-    n_set = nr  # rows with limits to bound: none when every row is an equal row
-    if m.equal_only != 0:
-        n_set = 0
+    n_set = active_set_rows(m)
     i = int(-1)
     while i < n_set - 1:
         i += 1
