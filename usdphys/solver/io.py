@@ -528,7 +528,7 @@ def make_state(model: Model, device_model: DeviceModel, worlds: int | None = Non
             arr.assign(np.ascontiguousarray(np.asarray(values, np.float64).reshape(W, B, -1)))
         setattr(st, name, arr)
     rs = K.RowState()
-    for name in ("lwarm", "lwarm2", "lwarm3", "lwarm4", "lwarm5"):
+    for name in ("lwarm", "lwarm2", "lwarm3", "lwarm4", "lwarm5", "lwarm6"):
         setattr(rs, name, world_zeros((W, Rn), wp.float64, dev, layout))
     rs.run = wp.zeros(W, dtype=wp.int32, device=dev)
     def zeros(shape, dtype):

@@ -100,12 +100,16 @@ SLOW_GAIN = wp.constant(wp.float64(0.9))
 # Modified Newton across steps (models whose rows are all equal rows, no contact): A = G M^-1 G^T
 # changes by O(h |w|) per step, so the last factorisation still contracts the residual fast; it
 # is rebuilt every REFACTOR_EVERY steps, or as soon as one update shrinks the residual by less
-# than REFACTOR_RATE (0.3 rather than 0.1: a chain of 100 rods then takes 3.4 updates and 0.54
-# factorisations per step instead of 3.1 and 0.89, 10 % less time; measured before solve_rows's
-# secant step). Only the iteration matrix is old: the impulse directions G, the residual g(x+)
-# and the 1e-12 stopping test are this step's, so the converged step is the same.
+# than REFACTOR_RATE while the residual is still above REFACTOR_FLOOR x the tolerance. Below
+# that floor one more update through the old factor finishes the step, where a rebuild costs a
+# chain of rods three updates; 0.5 rather than 0.3 (and 0.1 before that) with the quintic warm
+# start, whose small start residual is mostly what an old factor resolves worst: chain-300 0.14
+# factorisations a step instead of 0.25, the falling 100-rod chain 0.28 (0.33 with 0.3 and no
+# floor). Only the iteration matrix is old: the impulse directions G, the residual g(x+) and the
+# 1e-12 stopping test are this step's, so the converged step is the same.
 REFACTOR_EVERY = wp.constant(8)
-REFACTOR_RATE = wp.constant(wp.float64(0.3))
+REFACTOR_RATE = wp.constant(wp.float64(0.5))
+REFACTOR_FLOOR = wp.constant(wp.float64(10.0))
 # The secant (Anderson) acceleration's weight: gamma = rho / (rho - 1) for an iteration rate rho,
 # so [-4, 0.5] accelerates rates up to 0.8 and takes back overshoots down to -1 (secant_weight).
 SECANT_MIN = wp.constant(wp.float64(-4.0))
@@ -208,6 +212,7 @@ class RowState:
     lwarm3: wp.array2d(dtype=wp.float64)
     lwarm4: wp.array2d(dtype=wp.float64)
     lwarm5: wp.array2d(dtype=wp.float64)
+    lwarm6: wp.array2d(dtype=wp.float64)
 
 
 @wp.struct
@@ -992,7 +997,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             else:
                 if updates >= MAX_NEWTON and (updates >= MAX_NEWTON_SLOW or not (worst < SLOW_GAIN * prev)):
                     break
-                if sc.fage[w] > 0 and updates > 0 and worst > REFACTOR_RATE * prev:  # old factor: slow
+                if sc.fage[w] > 0 and updates > 0 and worst > REFACTOR_RATE * prev and worst > REFACTOR_FLOOR * tol:  # old: slow
                     refactor_this_step(m, sc, dg, w, nr)
                     history = 0  # another iteration matrix: the last update is not comparable
                 prev = worst
@@ -1185,15 +1190,16 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         wscale = hk / hkp
     warm = int(0)  # 1: some impulse starts from a non-zero guess
     # all-equal-row models extrapolate the impulses of the last steps: a polynomial through as
-    # many of them as were taken at this step's size (at most five: quartic, O(h^5) off, so one
-    # update usually reaches the tolerance; chain of 30 rods: 2.1 updates per step, 3.4 with three
-    # steps). Another step size (a retry, the first steps after one) starts from the last impulse
+    # many of them as were taken at this step's size (at most six: quintic, O(h^6) off, so one or
+    # two updates reach the tolerance; chain of 30 rods: 1.9 updates a step, 2.0 with five steps,
+    # 3.4 with three; chain of 300: 2.05, 2.5 with five; seven steps: the history's round-off,
+    # amplified 127x, costs more than the order gains). Another step size (a retry, the first steps after one) starts from the last impulse
     # alone: a history spaced by another h extrapolates to the wrong time (a thin rod on a Cardan
     # joint then failed at every step size). Not with limits / drives / elements: an impact's
     # impulse jump would be extrapolated into the next steps' guesses.
     order = int(0)
     if hp == h and rescale == 0 and m.equal_only != 0:
-        order = wp.min(rs.run[w] - 1, 4)
+        order = wp.min(rs.run[w] - 1, 5)
     if assemble == 0:
         es.hkick[w] = hk  # what the element rows, force limits and outputs of this try read
     i = int(-1)
@@ -1222,6 +1228,9 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                 elif order == 4:
                     lam = (wp.float64(5.0) * (l1 - rs.lwarm4[w, i]) + wp.float64(10.0) * (rs.lwarm3[w, i] - rs.lwarm2[w, i])
                            + rs.lwarm5[w, i])
+                elif order == 5:
+                    lam = (wp.float64(6.0) * (l1 + rs.lwarm5[w, i]) - wp.float64(15.0) * (rs.lwarm2[w, i] + rs.lwarm4[w, i])
+                           + wp.float64(20.0) * rs.lwarm3[w, i] - rs.lwarm6[w, i])
                 sc.lam[w, i] = lam
                 if lam != wp.float64(0.0):
                     warm = 1
@@ -1376,8 +1385,10 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             rs.lwarm3[w, i] = lw
             rs.lwarm4[w, i] = lw
             rs.lwarm5[w, i] = lw
+            rs.lwarm6[w, i] = lw
             rs.lwarm2[w, i] = lw
         else:
+            rs.lwarm6[w, i] = rs.lwarm5[w, i]
             rs.lwarm5[w, i] = rs.lwarm4[w, i]
             rs.lwarm4[w, i] = rs.lwarm3[w, i]
             rs.lwarm3[w, i] = rs.lwarm2[w, i]
