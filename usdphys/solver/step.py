@@ -201,7 +201,7 @@ class StateData:
 
 @wp.struct
 class RowState:
-    """Row state per world [world, row], carried from step to step: the impulses of the last five
+    """Row state per world [world, row], carried from step to step: the impulses of the last six
     steps (lwarm: the last) of the equal rows and of the limits that held (Newton warm start;
     extrapolated in models of equal rows only), and per world [world] how many of the last
     committed steps in a row had the last step's size (run: how far the history is evenly
@@ -997,7 +997,8 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             else:
                 if updates >= MAX_NEWTON and (updates >= MAX_NEWTON_SLOW or not (worst < SLOW_GAIN * prev)):
                     break
-                if sc.fage[w] > 0 and updates > 0 and worst > REFACTOR_RATE * prev and worst > REFACTOR_FLOOR * tol:  # old: slow
+                slow = worst > REFACTOR_RATE * prev and worst > REFACTOR_FLOOR * tol
+                if sc.fage[w] > 0 and updates > 0 and slow:  # an old factor that no longer serves
                     refactor_this_step(m, sc, dg, w, nr)
                     history = 0  # another iteration matrix: the last update is not comparable
                 prev = worst
@@ -1193,10 +1194,11 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     # many of them as were taken at this step's size (at most six: quintic, O(h^6) off, so one or
     # two updates reach the tolerance; chain of 30 rods: 1.9 updates a step, 2.0 with five steps,
     # 3.4 with three; chain of 300: 2.05, 2.5 with five; seven steps: the history's round-off,
-    # amplified 127x, costs more than the order gains). Another step size (a retry, the first steps after one) starts from the last impulse
-    # alone: a history spaced by another h extrapolates to the wrong time (a thin rod on a Cardan
-    # joint then failed at every step size). Not with limits / drives / elements: an impact's
-    # impulse jump would be extrapolated into the next steps' guesses.
+    # amplified 127x, costs more than the order gains). Another step size (a retry, the first
+    # steps after one) starts from the last impulse alone: a history spaced by another h
+    # extrapolates to the wrong time (a thin rod on a Cardan joint then failed at every step
+    # size). Not with limits / drives / elements: an impact's impulse jump would be extrapolated
+    # into the next steps' guesses.
     order = int(0)
     if hp == h and rescale == 0 and m.equal_only != 0:
         order = wp.min(rs.run[w] - 1, 5)
