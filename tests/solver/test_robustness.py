@@ -415,19 +415,19 @@ CARDAN_THIN_ROD_RETRIED_SMALLER = [
 
 
 def test_max_turn_carries_a_thin_rod_run_that_stops_without_it():
-    """The Cardan thin-rod tree (CARDAN_THIN_ROD_RETRIED_SMALLER) run 3 s at 0.91 ms stops at
-    t = 1.391 s: near the Cardan joint's singular pose the rod's spin outgrows even dt/256
+    """The Cardan thin-rod tree (CARDAN_THIN_ROD_RETRIED_SMALLER) run 3 s at 1 ms stops at
+    t = 1.374 s: near the Cardan joint's singular pose the rod's spin outgrows even dt/256
     steps. Retried smaller wherever a body turns more than 0.1 rad (max_turn), it runs the 3 s
-    (153 steps retried), every joint converged. max_turn is no guarantee: the same tree stops at
-    1, 0.77 and 0.5 ms with it and runs without it (docs/solver.md, "Globalised iteration": 40
-    runs of the five hard trees, `benchmarks/hard_trees.py`); which run of such a passage stops
-    moves with the step's arithmetic (the ball-joint rod at 0.91 ms was this test's run until
-    the quintic warm start carried it through). Should a later solver carry this run through,
-    the test needs another run that stops, chosen from that table."""
+    (218 steps retried), every joint converged. max_turn is no guarantee: the same tree at
+    0.91 ms runs without it and stops with it (docs/solver.md, "Globalised iteration": runs of
+    the five hard trees, `benchmarks/hard_trees.py`); which run of such a passage stops moves
+    with the step's arithmetic (the tree at 0.91 ms was this test's run until the joints'
+    impulses were summed per joint before reaching the bodies). Should a later solver carry
+    this run through, the test needs another run that stops, chosen from that table."""
     text = H.tree_usda(CARDAN_THIN_ROD_RETRIED_SMALLER)
-    off = H.run_usdphys(text, timeout=120.0, duration=3.0, dt=0.95e-3, fps=100)  # 11 steps a 10 ms frame
+    off = H.run_usdphys(text, timeout=120.0, duration=3.0, dt=1e-3, fps=100)
     assert off[0] == "usdphys_error" and "did not converge" in off[1], off[:2]
-    on = H.run_usdphys(text, timeout=120.0, duration=3.0, dt=0.95e-3, fps=100, max_turn=0.1)
+    on = H.run_usdphys(text, timeout=120.0, duration=3.0, dt=1e-3, fps=100, max_turn=0.1)
     assert on[0] == "ok", f"{on[0]}: {on[1]}"
     assert float(np.max(on[4])) <= 1e-9
 

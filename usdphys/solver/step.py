@@ -365,6 +365,17 @@ def add_row_impulse(m: ModelData, sc: Scratch, w: int, i: int, lam: wp.float64):
 
 
 @wp.func
+def flush_impulses(sc: Scratch, w: int, b0: int, b1: int, v0: wp.vec3d, L0: wp.vec3d, v1: wp.vec3d, L1: wp.vec3d):
+    """Add a run of rows' summed velocity and momentum changes to its two bodies."""
+    if b0 >= 0:
+        sc.dv[w, b0] = sc.dv[w, b0] + v0
+        sc.dL[w, b0] = sc.dL[w, b0] + L0
+    if b1 >= 0:
+        sc.dv[w, b1] = sc.dv[w, b1] + v1
+        sc.dL[w, b1] = sc.dL[w, b1] + L1
+
+
+@wp.func
 def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64, assemble: int):
     """Positions and velocities produced by the current impulses lam (exact, nonlinear)."""
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
@@ -373,16 +384,38 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
         b += 1
         sc.dv[w, b] = z
         sc.dL[w, b] = z
+    # a run of rows sharing two bodies (a joint's rows, m.row_frame) sums its impulses in
+    # registers and adds them to the bodies once
+    frame = int(-1)
+    b0 = int(-1)
+    b1 = int(-1)
+    v0 = z
+    L0 = z
+    v1 = z
+    L1 = z
     i = int(-1)
     while i < m.n_rows - 1:
         i += 1
+        if m.row_frame[i] != frame:
+            flush_impulses(sc, w, b0, b1, v0, L0, v1, L1)
+            frame = m.row_frame[i]
+            b0 = m.row_b0[i]
+            b1 = m.row_b1[i]
+            v0 = z
+            L0 = z
+            v1 = z
+            L1 = z
         if sc.act[w, i] == 0:
             continue
         lam = sc.lam[w, i]
-        add_row_impulse(m, sc, w, i, lam)
+        v0 = v0 + lam * sc.wl0[w, i]
+        L0 = L0 + lam * sc.ja0[w, i]
+        v1 = v1 + lam * sc.wl1[w, i]
+        L1 = L1 + lam * sc.ja1[w, i]
         p = m.row_partner[i]
         if p >= 0:  # a coupling row also acts through its carrier (the leader's DOF)
             add_row_impulse(m, sc, w, p, lam * m.row_ratio[i])
+    flush_impulses(sc, w, b0, b1, v0, L0, v1, L1)
     b = int(-1)
     while b < m.n_bodies - 1:
         b += 1
@@ -797,11 +830,20 @@ def coupled_entry(m: ModelData, sc: Scratch, w: int, i: int, j: int, geo: int) -
 
 
 @wp.func
-def angular_responses(m: ModelData, sc: Scratch, w: int):
-    """The rows' angular velocity responses wa = I^-1 ja at the step start (sc.iinv), which
-    build_A and contact read. A step that reuses an earlier factor needs none
-    (500 matrix-vector products a step of a 100-rod chain)."""
+def angular_responses(m: ModelData, st: StateData, sc: Scratch, w: int):
+    """The bodies' world inverse inertias at the step start (sc.iinv) and the rows' angular
+    velocity responses wa = I^-1 ja, which build_A and contact read. A step that reuses an
+    earlier factor needs neither (100 matrix products and 500 matrix-vector products a step of
+    a 100-rod chain)."""
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    b = int(-1)
+    while b < m.n_bodies - 1:
+        b += 1
+        R = wp.quat_to_matrix(st.rot[w, b])
+        iI = m.inv_inertia[w, b]
+        dI = wp.mat33d(iI[0], wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), iI[1], wp.float64(0.0),
+                       wp.float64(0.0), wp.float64(0.0), iI[2])
+        sc.iinv[w, b] = R * dI * wp.transpose(R)
     i = int(-1)
     while i < m.n_rows - 1:
         i += 1
@@ -846,11 +888,11 @@ def build_A(m: ModelData, sc: Scratch, w: int):
 
 
 @wp.func
-def refactor_this_step(m: ModelData, sc: Scratch, dg: Diagnostics, w: int, nr: int):
+def refactor_this_step(m: ModelData, st: StateData, sc: Scratch, dg: Diagnostics, w: int, nr: int):
     """Replace an earlier step's factor (modified Newton) by this step's A and its factor. Only
     called on an earlier step's factor (fage > 0): this step built no A, so it has no angular
     responses yet."""
-    angular_responses(m, sc, w)
+    angular_responses(m, st, sc, w)
     build_A(m, sc, w)
     factor_rows(m, sc, w, nr)
     sc.fage[w] = 0
@@ -983,7 +1025,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 backtracks = backtracks + 1
                 back = wp.float64(0.5) * applied
                 if sc.fage[w] > 0:
-                    refactor_this_step(m, sc, dg, w, nr)
+                    refactor_this_step(m, st, sc, dg, w, nr)
                     back = applied
                 applied = applied - back
                 history = 0
@@ -999,7 +1041,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     break
                 slow = worst > REFACTOR_RATE * prev and worst > REFACTOR_FLOOR * tol
                 if sc.fage[w] > 0 and updates > 0 and slow:  # an old factor that no longer serves
-                    refactor_this_step(m, sc, dg, w, nr)
+                    refactor_this_step(m, st, sc, dg, w, nr)
                     history = 0  # another iteration matrix: the last update is not comparable
                 prev = worst
                 applied = wp.float64(1.0)
@@ -1114,11 +1156,6 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     while b < nb - 1:
         b += 1
         q = st.rot[w, b]
-        R = wp.quat_to_matrix(q)
-        iI = m.inv_inertia[w, b]
-        dI = wp.mat33d(iI[0], wp.float64(0.0), wp.float64(0.0), wp.float64(0.0), iI[1], wp.float64(0.0),
-                       wp.float64(0.0), wp.float64(0.0), iI[2])
-        sc.iinv[w, b] = R * dI * wp.transpose(R)
         if assemble != 0:
             sc.vstar[w, b] = z
             sc.mom[w, b] = z
@@ -1174,7 +1211,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     # responses I^-1 G^T only A needs (and contact, which always rebuilds A) with it
     age = sc.fage[w]
     if assemble != 0 or m.equal_only == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
-        angular_responses(m, sc, w)
+        angular_responses(m, st, sc, w)
         build_A(m, sc, w)
         sc.fage[w] = -1  # solve_rows factorises
     else:
