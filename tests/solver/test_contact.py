@@ -170,8 +170,15 @@ def test_stack_of_five_boxes_stands_still_for_ten_seconds():
     # 1e-5 m slop (measured 5e-6 m).
     assert drift < 1e-3
     assert drift < 1e-4
+    # The tilt is set in the first 0.1 s, while the PGS remainder is unconverged, and is the
+    # rounding's lottery: with dt perturbed by k 1e-12 (k = 0..15) the largest quaternion
+    # vector part ranged 3e-6 .. 1.6e-5 (8.9e-6 .. 1.6e-5 before the bodies' rotations were
+    # normalised once a move). What bounds it is the contact model: penetration within the slop
+    # is left alone, so a box at rest may sink by the slop at one edge and not the other, a tilt
+    # of slop / (2 h) rad, a quaternion vector part of half that.
+    slop_tilt = 0.5 * ContactOptions().slop / (2 * h)  # 2.5e-5
     tilt = np.abs(run.rot[-1, 0, :, :3]).max()
-    assert tilt < 1e-5
+    assert tilt < slop_tilt
     assert solver.contact_stats()["dropped"].sum() == 0
 
 

@@ -415,19 +415,20 @@ CARDAN_THIN_ROD_RETRIED_SMALLER = [
 
 
 def test_max_turn_carries_a_thin_rod_run_that_stops_without_it():
-    """The Cardan thin-rod tree (CARDAN_THIN_ROD_RETRIED_SMALLER) run 3 s at 1 ms stops at
-    t = 1.374 s: near the Cardan joint's singular pose the rod's spin outgrows even dt/256
-    steps. Retried smaller wherever a body turns more than 0.1 rad (max_turn), it runs the 3 s
-    (218 steps retried), every joint converged. max_turn is no guarantee: the same tree at
-    0.91 ms runs without it and stops with it (docs/solver.md, "Globalised iteration": runs of
-    the five hard trees, `benchmarks/hard_trees.py`); which run of such a passage stops moves
-    with the step's arithmetic (the tree at 0.91 ms was this test's run until the joints'
-    impulses were summed per joint before reaching the bodies). Should a later solver carry
+    """The thin rod on a ball joint (THIN_ROD_ON_BALL_JOINT) run 3 s at 0.667 ms (15 steps a
+    10 ms frame) stops at t = 1.846 s: the rod's spin outgrows even dt/256 steps. Retried
+    smaller wherever a body turns more than 0.1 rad (max_turn), it runs the 3 s (105 steps
+    retried), every joint converged. max_turn is no guarantee: the Cardan thin-rod tree runs
+    without it at 1, 0.91, 0.77 and 0.5 ms and stops with it (docs/solver.md, "Globalised
+    iteration": runs of the five hard trees, `benchmarks/hard_trees.py`); which run of such a
+    passage stops moves with the step's arithmetic (the Cardan tree at 1 ms was this test's
+    run until the bodies' rotations were normalised once a move). Should a later solver carry
     this run through, the test needs another run that stops, chosen from that table."""
-    text = H.tree_usda(CARDAN_THIN_ROD_RETRIED_SMALLER)
-    off = H.run_usdphys(text, timeout=120.0, duration=3.0, dt=1e-3, fps=100)
+    text = H.tree_usda(THIN_ROD_ON_BALL_JOINT)
+    dt = 10e-3 / 15
+    off = H.run_usdphys(text, timeout=120.0, duration=3.0, dt=dt, fps=100)
     assert off[0] == "usdphys_error" and "did not converge" in off[1], off[:2]
-    on = H.run_usdphys(text, timeout=120.0, duration=3.0, dt=1e-3, fps=100, max_turn=0.1)
+    on = H.run_usdphys(text, timeout=120.0, duration=3.0, dt=dt, fps=100, max_turn=0.1)
     assert on[0] == "ok", f"{on[0]}: {on[1]}"
     assert float(np.max(on[4])) <= 1e-9
 

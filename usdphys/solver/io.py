@@ -553,7 +553,7 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
         return world_zeros(shape, dtype, dev, layout)
 
     sc = K.Scratch()
-    for name in ("vstar", "mom", "pos1", "vel1", "omega1", "dv", "dL"):
+    for name in ("vstar", "mom", "pos1", "vel1", "omega1", "lbody1", "dv", "dL"):
         setattr(sc, name, zeros((W, Bn), wp.vec3d))
     sc.rot1 = zeros((W, Bn), wp.quatd)
     sc.iinv = zeros((W, Bn), wp.mat33d)

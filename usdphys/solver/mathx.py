@@ -68,10 +68,11 @@ def cmul(a: wp.vec3d, b: wp.vec3d) -> wp.vec3d:
 
 
 @wp.func
-def cayley(v: wp.vec3d, h: wp.float64) -> wp.quatd:
-    """Rotation of the Cayley map of h*skew(v): axis v, angle 2 atan(h|v|/2)."""
+def cayley_unnormalised(v: wp.vec3d, h: wp.float64) -> wp.quatd:
+    """The Cayley map of h*skew(v) (axis v, angle 2 atan(h|v|/2)) as a quaternion of length
+    sqrt(1 + |h v / 2|^2): a unit quaternion times it needs one normalisation, not two."""
     half = v * (wp.float64(0.5) * h)
-    return wp.normalize(wp.quatd(half[0], half[1], half[2], wp.float64(1.0)))
+    return wp.quatd(half[0], half[1], half[2], wp.float64(1.0))
 
 
 @wp.func

@@ -57,7 +57,7 @@ from usdphys.solver.mathx import (
     ROW_TWIST,
     PI,
     TWO_PI,
-    cayley,
+    cayley_unnormalised,
     cmul,
     eval_row,
     eval_row_in,
@@ -228,6 +228,7 @@ class Scratch:
     rot1: wp.array2d(dtype=wp.quatd)
     vel1: wp.array2d(dtype=wp.vec3d)
     omega1: wp.array2d(dtype=wp.vec3d)
+    lbody1: wp.array2d(dtype=wp.vec3d)  # angular momentum at the moved pose, in the body frame
     dv: wp.array2d(dtype=wp.vec3d)
     dL: wp.array2d(dtype=wp.vec3d)
     # rows [world, row]
@@ -431,9 +432,8 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
             lp = lb
             if assemble == 0:
                 om, lp = free_rotation(lb, m.inertia[w, b], m.inv_inertia[w, b], h)
-            q1 = wp.normalize(q * cayley(om, h))
-            sc.rot1[w, b] = q1
-            sc.omega1[w, b] = wp.quat_rotate(q1, cmul(m.inv_inertia[w, b], lp))
+            sc.rot1[w, b] = wp.normalize(q * cayley_unnormalised(om, h))
+            sc.lbody1[w, b] = lp  # the angular velocity only the final poses need (moved_velocities)
         else:  # kinematic: constant velocity, no response to impulses
             v = sc.vstar[w, b]
             om = st.omega[w, b]
@@ -441,8 +441,19 @@ def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64,
                 om = z
             sc.vel1[w, b] = v
             sc.pos1[w, b] = x + h * v
-            sc.rot1[w, b] = wp.normalize(cayley(om, h) * q)
+            sc.rot1[w, b] = wp.normalize(cayley_unnormalised(om, h) * q)
             sc.omega1[w, b] = om
+
+
+@wp.func
+def moved_velocities(m: ModelData, sc: Scratch, w: int):
+    """The dynamic bodies' angular velocities at the poses move_bodies reached last (sc.omega1),
+    once the iteration is done, not at each of its moves."""
+    b = int(-1)
+    while b < m.n_bodies - 1:
+        b += 1
+        if m.inv_mass[w, b] > wp.float64(0.0):
+            sc.omega1[w, b] = wp.quat_rotate(sc.rot1[w, b], cmul(m.inv_inertia[w, b], sc.lbody1[w, b]))
 
 
 @wp.func
@@ -1131,6 +1142,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 if -r > ACCEPT_FACTOR * tol:
                     sc.res[w, i] = r  # name it if the step fails
     sc.conv_err[w] = err
+    moved_velocities(m, sc, w)
 
 
 @wp.func
