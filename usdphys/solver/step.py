@@ -495,7 +495,13 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
         g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, m.row_value[w, i])
         r = wp.float64(0.0)
         err = wp.float64(-1.0)
-        if mode == MODE_LAW:
+        partner = m.row_partner[i]
+        if mode == MODE_EQUAL and partner < 0:  # the common row first (a carrier is never active)
+            dg = g - es.rval[w, i]
+            if kind == ROW_TWIST:
+                dg = wrap_angle(dg)
+            r = dg
+        elif mode == MODE_LAW:
             r, err = law_residual(m, es, sc, w, i, g)
         elif mode == MODE_SOFT or mode == MODE_FRICTION:
             dg = g - sc.g0[w, i]
@@ -504,16 +510,11 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
             r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         elif mode == MODE_LOWER or mode == MODE_UPPER:
             r = row_sign(mode) * (row_coord(m, es, w, i, kind, g) - es.rval[w, i])
-        elif m.row_partner[i] >= 0:  # coupling: unwrapped coordinates, q_f + ratio q_l - value
-            p = m.row_partner[i]
+        elif partner >= 0:  # coupling: unwrapped coordinates, q_f + ratio q_l - value
+            p = partner
             gp, pl0, pa0, pl1, pa1 = row_at(m, p, sc.pos1, sc.rot1, w)
             r = (row_coord(m, es, w, i, kind, g) + m.row_ratio[i] * row_coord(m, es, w, p, m.row_kind[p], gp)
                  - es.rval[w, i])
-        else:
-            dg = g - es.rval[w, i]
-            if kind == ROW_TWIST:
-                dg = wrap_angle(dg)
-            r = row_sign(mode) * dg
         sc.res[w, i] = r
         if err < wp.float64(0.0):
             err = wp.abs(r)
