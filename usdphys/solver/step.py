@@ -378,7 +378,9 @@ def flush_impulses(sc: Scratch, w: int, b0: int, b1: int, v0: wp.vec3d, L0: wp.v
 
 @wp.func
 def move_bodies(m: ModelData, st: StateData, sc: Scratch, w: int, h: wp.float64, assemble: int):
-    """Positions and velocities produced by the current impulses lam (exact, nonlinear)."""
+    """Positions and velocities produced by the current impulses lam (exact, nonlinear); of a
+    dynamic body's angular velocity only its body-frame momentum (sc.lbody1): the iteration
+    reads poses alone, and moved_velocities turns the last move's momenta into velocities."""
     z = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
     b = int(-1)
     while b < m.n_bodies - 1:
