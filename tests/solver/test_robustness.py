@@ -35,6 +35,7 @@ import dataclasses
 import functools
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -675,6 +676,39 @@ def test_three_rotation_joint_holds_a_limit_on_the_first_angle_past_the_sequence
     assert res is not None, "the swing past the lock must simulate"
     ref = H.mujoco_positions([lk], 1.0, 1e-4)
     assert np.max(np.abs(res[2][-1, 0, 0] - ref[0])) < 1e-3
+
+
+# Found by a long campaign (seed 360): a D6 root with three free rotations and rotX limited below
+# at -90 deg, rotY unlimited, three links on it. rotY reaches the sequence's lock at t = 0.719 s,
+# where rotX turns at ~5,000 deg/s through its limit, and the step stops (1 and 0.5 ms alike).
+ROOT_FIRST_ANGLE_LIMITED_THROUGH_THE_LOCK = [
+    H.Link(-1, "d6", free=(False, False, False, True, True, True), length=1.0, radius=0.02, rot=_FLIP,
+           jrot=(0.0, 1.0, 6.123234262925839e-17, 0.0), limits={3: (-90.0, math.inf)}),
+    H.Link(0, "revolute", length=1.0, radius=0.02, rot=_FLIP, jrot=_FLIP),
+    H.Link(0, "spherical", length=1.0, radius=0.02, rot=_FLIP, jrot=_FLIP),
+    H.Link(0, "revolute", length=1.0, radius=0.02, rot=_FLIP, jrot=(0.0, 0.9238795042037964, 0.3826834261417389, 0.0))]
+
+
+@pytest.mark.parametrize("lks, t_stop", [
+    ([H.Link(-1, "d6", free=(False, True, False, True, True, True), axis=0, length=1.0, radius=0.02,
+             rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.9238795042037964, -0.3826834261417389, 0.0),
+             limits={3: (-30.0, 30.0)})], 0.5315),
+    (ROOT_FIRST_ANGLE_LIMITED_THROUGH_THE_LOCK, 0.7193)], ids=["rod", "tree"])
+def test_a_stop_at_the_sequence_lock_names_it(lks, t_stop):
+    """While a limit on the first angle near the x-y-z sequence's lock stops the run (the xfail
+    above; the reader warns of it at load), the one line says where rotY was and what to change,
+    instead of only that the joint did not converge. When the defect is fixed these runs go on,
+    and this test goes with the xfail mark."""
+    res = H.run_usdphys(H.tree_usda(lks), timeout=120.0, duration=1.0, dt=1e-3, fps=100)
+    assert res[0] == "usdphys_error", res[:2]
+    line = res[1].strip()
+    assert "\n" not in line, line
+    when = re.search(r"the step at t = ([0-9.]+) s did not converge", line)
+    assert when is not None and abs(float(when.group(1)) - t_stop) < 1e-3, line
+    middle = re.search(r"its rotX is an angle of the x-y-z sequence, and rotY was at (-?[0-9.]+) deg", line)
+    assert middle is not None, line
+    assert 80.0 <= abs(float(middle.group(1))) <= 90.0
+    assert "limit rotY inside (-90, 90) deg, or leave rotX without limits and drives" in line
 
 
 # ----------------------------------------------------------------------------- long campaign

@@ -68,6 +68,10 @@ class SolverRun:
     layout: outputs_mod.OutputLayout | None = None
 
 
+# A step that stops on a three-rotation joint's first or last angle while the middle one is this
+# close to +-90 deg (its sequence's lock) says so: the joints' Jacobians grow as 1 / cos(middle),
+# 29x at 88 deg.
+SEQUENCE_LOCK_NOTE_DEG = 80.0
 # Seconds a module load may take before the user is told that it is compiling (a cold build of
 # the step kernels: about two minutes on the CPU, 10-25 minutes on CUDA).
 COMPILE_NOTICE_AFTER = 5.0
@@ -625,6 +629,30 @@ class Solver:
                 warn(f"{self._row_source(row)}: the joint's two frames do not coincide in the input "
                      f"(off by {err[w]:.3g} m or rad); bodies were moved onto the joints before t = 0")
 
+    def _sequence_lock_note(self, row: int, w: int) -> str:
+        """Why a step stopped on the first or last angle of a three-rotation joint's x-y-z
+        sequence, when the middle angle was near +-90 deg at the step's start: there the two
+        turn about almost one axis and their split is ill-conditioned (docs/solver.md, "Stop 34")."""
+        rows = self.rows
+        if not 0 <= row < self.R or int(rows.kind[row]) != RowKind.TWIST or int(rows.axis[row]) not in (6, 8):
+            return ""
+        from usdphys.math3d import quat_mul, quat_rotate
+
+        rot = self.state()[1][w]
+        identity = np.array([0.0, 0.0, 0.0, 1.0])
+        b0, b1 = int(rows.b0[row]), int(rows.b1[row])
+        r0 = rot[b0] if b0 >= 0 else identity
+        r1 = rot[b1] if b1 >= 0 else identity
+        a = quat_rotate(quat_mul(r0, np.asarray(rows.q0[row], float)), np.array([1.0, 0.0, 0.0]))
+        c = quat_rotate(quat_mul(r1, np.asarray(rows.q1[row], float)), np.array([0.0, 0.0, 1.0]))
+        middle = math.degrees(math.atan2(float(np.dot(c, a)), float(np.linalg.norm(np.cross(c, a)))))
+        if abs(middle) < SEQUENCE_LOCK_NOTE_DEG:
+            return ""
+        angle = "rotX" if int(rows.axis[row]) == 6 else "rotZ"
+        return (f"; its {angle} is an angle of the x-y-z sequence, and rotY was at {middle:.1f} deg, near the "
+                f"sequence's lock at +-90 deg where rotX and rotZ turn about one axis: limit rotY inside "
+                f"(-90, 90) deg, or leave {angle} without limits and drives")
+
     def _raise_blowup(self, status: np.ndarray, dt: float) -> None:
         w = int(np.flatnonzero(status)[0])
         world = f" in world {w}" if self.W > 1 else ""
@@ -639,6 +667,7 @@ class Solver:
             else:
                 what = (f"{self._row_source(row)} is still off by {err:.3g} m or rad "
                         f"(tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g})")
+            what += self._sequence_lock_note(row, w)
             contact = ("; colliders that overlap at the start push against the joints: filter them "
                        "(physics:filteredPairs, collision groups, physics:collisionEnabled)") if self.cm.n_pairs else ""
             turn = "" if self.max_turn else ", or --max-turn 0.1 (steps retried smaller where a body turns fast)"
