@@ -133,6 +133,26 @@ def euler_xyz(k: int, Q0: wp.quatd, Q1: wp.quatd):
 
 
 @wp.func
+def sequence_limit(axis: int, Q0: wp.quatd, Q1: wp.quatd, b: wp.float64):
+    """A limit b on the first (axis 6) or last (axis 8) angle of the x-y-z sequence (euler_xyz)
+    as a well-conditioned function of the two frames: (h, J) with h = cos q1 sin(q - b) and
+    dh/dt = J . (w1 - w0). q itself has Jacobians growing as 1 / cos q1 near the sequence's lock,
+    where q0 and q2 turn about almost one axis; h is a dot product of two unit vectors, one fixed
+    in each frame (first angle: e1z against -(e0y cos b + e0z sin b); last: e0x against
+    -(e1y cos b + e1x sin b)), |J| = 1 on the limit's surface however close to the lock, and
+    h = 0 holds there exactly where q = b does."""
+    cb = wp.cos(b)
+    sb = wp.sin(b)
+    if axis == 6:
+        c = quat_axis(Q1, 2)
+        n = -(quat_axis(Q0, 1) * cb + quat_axis(Q0, 2) * sb)
+        return wp.dot(c, n), wp.cross(c, n)
+    a = quat_axis(Q0, 0)
+    n = -(quat_axis(Q1, 1) * cb + quat_axis(Q1, 0) * sb)
+    return wp.dot(a, n), wp.cross(n, a)
+
+
+@wp.func
 def plane_angle(Q: wp.quatd, v: wp.vec3d, i: int, j: int) -> wp.float64:
     """Angle of v in the plane of frame Q's axes i, j, from axis i towards axis j."""
     return wp.atan2(wp.dot(v, quat_axis(Q, j)), wp.dot(v, quat_axis(Q, i)))

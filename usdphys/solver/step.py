@@ -63,6 +63,7 @@ from usdphys.solver.mathx import (
     eval_row_in,
     free_rotation,
     row_frames,
+    sequence_limit,
     start_turn,
     wrap_angle,
 )
@@ -337,6 +338,55 @@ def row_coord(m: ModelData, es: ElementState, w: int, i: int, kind: int, g: wp.f
 
 
 @wp.func
+def is_sequence_limit(m: ModelData, i: int) -> int:
+    """1 for a limit on the first or last angle of a three-rotation joint's x-y-z sequence."""
+    mode = m.row_mode[i]
+    axis = m.row_axis[i]
+    if (mode == MODE_LOWER or mode == MODE_UPPER) and m.row_kind[i] == ROW_TWIST and (axis == 6 or axis == 8):
+        return 1
+    return 0
+
+
+@wp.func
+def limit_residual(m: ModelData, es: ElementState, w: int, i: int, kind: int, g: wp.float64, Q0: wp.quatd,
+                   Q1: wp.quatd) -> wp.float64:
+    """A limit row's residual (>= 0: within the limit): the coordinate's distance from the bound,
+    or for a first or last angle of the x-y-z sequence within 90 deg of its bound the
+    well-conditioned h of sequence_limit, signed by the branch the unwrapped angle is on (on the
+    sequence's other branch, past the lock, cos q1 < 0)."""
+    q = row_coord(m, es, w, i, kind, g)
+    d = q - es.rval[w, i]
+    if is_sequence_limit(m, i) != 0 and wp.abs(d) < wp.float64(0.5) * PI:
+        hv, J = sequence_limit(m.row_axis[i], Q0, Q1, es.rval[w, i])
+        if wp.cos(q - g) < wp.float64(0.0):
+            hv = -hv
+        return row_sign(m.row_mode[i]) * hv
+    return row_sign(m.row_mode[i]) * d
+
+
+@wp.func
+def limit_bound(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int, h: wp.float64, assemble: int) -> wp.float64:
+    """The bound limit row i holds this step: its value, or the coordinate at the step start
+    where the pose starts outside the range (only an input can; the joint cannot go further out
+    and may come back in, and no body is moved before t = 0), or for a velocity limit the
+    coordinate plus h times the speed."""
+    q0 = sc.g0[w, i]
+    if m.row_kind[i] == ROW_TWIST:
+        q0 = es.qc[w, i]
+    bound = m.row_value[w, i]
+    if m.el.moving[i] != 0:  # velocity limit: q_{n+1} - q_n within h [-v_max, v_max]
+        if assemble != 0:  # the assembly moves no time forward: no bound (+-inf)
+            bound = bound * wp.float64(1.0e300) * wp.float64(1.0e300)
+        else:
+            bound = q0 + h * bound
+    elif m.row_mode[i] == MODE_LOWER:
+        bound = wp.min(bound, q0)
+    else:
+        bound = wp.max(bound, q0)
+    return bound
+
+
+@wp.func
 def active_set_rows(m: ModelData) -> int:
     """How many rows the loops over limits and clamped drives visit: none when every row is an
     equal row (m.equal_only), else all."""
@@ -511,7 +561,7 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
                 dg = turn_step(m.row_axis[i], dg)
             r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         elif mode == MODE_LOWER or mode == MODE_UPPER:
-            r = row_sign(mode) * (row_coord(m, es, w, i, kind, g) - es.rval[w, i])
+            r = limit_residual(m, es, w, i, kind, g, Q0, Q1)
         elif partner >= 0:  # coupling: unwrapped coordinates, q_f + ratio q_l - value
             p = partner
             gp, pl0, pa0, pl1, pa1 = row_at(m, p, sc.pos1, sc.rot1, w)
@@ -529,9 +579,13 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
 def inequality_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: int) -> wp.float64:
     b0 = m.row_b0[i]
     b1 = m.row_b1[i]
+    x0 = body_pos(sc.pos1, w, b0)
+    x1 = body_pos(sc.pos1, w, b1)
+    P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], x0, body_rot(sc.rot1, w, b0),
+                                x1, body_rot(sc.rot1, w, b1))
     kind = m.row_kind[i]
-    g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
-    return row_sign(m.row_mode[i]) * (row_coord(m, es, w, i, kind, g) - es.rval[w, i])
+    g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, m.row_value[w, i])
+    return limit_residual(m, es, w, i, kind, g, Q0, Q1)
 
 
 # ---------------------------------------------------------------- force elements
@@ -1210,6 +1264,15 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             else:
                 es.qc[w, i] = es.qc[w, i] + turn_step(m.row_axis[i], g - es.qg[w, i])
             es.qg[w, i] = g
+            if is_sequence_limit(m, i) != 0:
+                # near its bound the limit acts through sequence_limit's h (limit_residual)
+                bound = limit_bound(m, es, sc, w, i, h, assemble)
+                if wp.abs(es.qc[w, i] - bound) < wp.float64(0.5) * PI:
+                    hv, J = sequence_limit(m.row_axis[i], Q0, Q1, bound)
+                    if wp.cos(es.qc[w, i] - g) < wp.float64(0.0):
+                        J = -J
+                    ja0 = -J
+                    ja1 = J
         sc.jl0[w, i] = s * jl0
         sc.ja0[w, i] = s * ja0
         sc.jl1[w, i] = s * jl1
@@ -1326,25 +1389,9 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     i = int(-1)
     while i < n_set - 1:
         i += 1
-        # A limit the pose violates at the step start (only possible when the input starts
-        # outside the range) acts at the current coordinate instead: the joint cannot go
-        # further out and may come back in, and no body is moved before t = 0.
         mode = m.row_mode[i]
         if mode == MODE_LOWER or mode == MODE_UPPER:
-            q0 = sc.g0[w, i]
-            if m.row_kind[i] == ROW_TWIST:
-                q0 = es.qc[w, i]
-            bound = m.row_value[w, i]
-            if m.el.moving[i] != 0:  # velocity limit: q_{n+1} - q_n within h [-v_max, v_max]
-                if assemble != 0:  # the assembly moves no time forward: no bound (+-inf)
-                    bound = bound * wp.float64(1.0e300) * wp.float64(1.0e300)
-                else:
-                    bound = q0 + h * bound
-            elif mode == MODE_LOWER:
-                bound = wp.min(bound, q0)
-            else:
-                bound = wp.max(bound, q0)
-            es.rval[w, i] = bound
+            es.rval[w, i] = limit_bound(m, es, sc, w, i, h, assemble)
     if warm != 0:
         # warm-started: always take one Newton update (its linear solve lands far inside the
         # tolerance), so a pose held exactly from a cold start stays held exactly
