@@ -237,12 +237,13 @@ def tree_usda(links):
     return "".join(out)
 
 
-def tree_mjcf(links, timestep, rotation_limits=False):
+def tree_mjcf(links, timestep, rotation_limits=False, limit_timeconst=2e-4):
     """The same tree for MuJoCo: bodies at their COM frames, joints in body frames, no limits.
 
     rotation_limits: a joint with three free rotations becomes MuJoCo's three hinges in one body
     (the x-y-z sequence usdphys limits) with the link's rotation limits as hinge ranges, stiff
-    and overdamped (solref 2e-4 s, damping ratio 20): an inelastic stop like usdphys' hard limit.
+    and overdamped (solref limit_timeconst, damping ratio 20): an inelastic stop like usdphys'
+    hard limit, reached as the time constant goes to zero.
     At damping ratio 1 MuJoCo's soft limit gives back part of the impact (a rod's first angle
     left its 30 deg limit 0.9 deg in 20 ms where usdphys' stayed on it; at ratio 20 the two
     agree to 0.02 deg)."""
@@ -286,7 +287,7 @@ def tree_mjcf(links, timestep, rotation_limits=False):
                     rng = ""
                     if 3 + k in ln.limits:
                         lo, hi = ln.limits[3 + k]
-                        rng = (f' limited="true" range="{max(lo, -1e6)!r} {min(hi, 1e6)!r}" solreflimit="0.0002 20"'
+                        rng = (f' limited="true" range="{max(lo, -1e6)!r} {min(hi, 1e6)!r}" solreflimit="{limit_timeconst!r} 20"'
                                f' solimplimit="0.9999 0.99999 0.0001"')
                     js.append(f'<joint type="hinge" pos="{anchor}" axis="{ax(k)}"{rng}/>')
             elif nrot == 3:
@@ -317,14 +318,14 @@ def tree_mjcf(links, timestep, rotation_limits=False):
 </mujoco>'''
 
 
-def mujoco_positions(links, duration, timestep, rotation_limits=False):
+def mujoco_positions(links, duration, timestep, rotation_limits=False, limit_timeconst=2e-4):
     """Body positions after `duration`, or None when MuJoCo found its own state non-finite or
     huge on the way: it then resets the simulation to qpos0 and carries on, and its answer is not
     a motion (two such runs at different dt agree with each other, so the convergence check alone
     would not see it)."""
     import mujoco
 
-    m = mujoco.MjModel.from_xml_string(tree_mjcf(links, timestep, rotation_limits))
+    m = mujoco.MjModel.from_xml_string(tree_mjcf(links, timestep, rotation_limits, limit_timeconst))
     d = mujoco.MjData(m)
     n = int(round(duration / timestep))
     for _ in range(n):

@@ -305,6 +305,46 @@ def limited_pendulums(draw):
     return lk, lim
 
 
+# limits on the first or last angle of a three-rotation joint (the x-y-z sequence)
+SEQUENCE_LIMITS = [(-30.0, 30.0), (-60.0, 10.0), (0.0, 45.0), (-90.0, math.inf), (-10.0, 80.0)]
+
+
+@st.composite
+def sequence_limited_rods(draw):
+    """A rod on a joint with three free rotations and a limit on its first or last angle."""
+    return H.Link(-1, "d6", free=(False, False, False, True, True, True), length=draw(st.floats(0.3, 1.0)),
+                  radius=0.02, ratio=draw(st.sampled_from([1.0, 0.1])), rot=tuple(H.quat_from_unit3(draw(unit3))),
+                  jrot=tuple(H.quat_from_unit3(draw(unit3))),
+                  limits={draw(st.sampled_from([3, 5])): draw(st.sampled_from(SEQUENCE_LIMITS))})
+
+
+@logged
+def check_sequence_limit(lk, strict=False):
+    """usdphys against MuJoCo's three hinges in one body with the same range, its limit stiff and
+    overdamped (an inelastic stop, usdphys' hard limit as its time constant goes to zero). The
+    tolerance is each side's own measured error: usdphys' dt pair, MuJoCo's dt pair, and its
+    softness (time constant 2e-4 against 1e-4 s), each three times (first order in the impact),
+    plus 1e-6 m. Measured on 12 random rods: 6e-8 to 3e-4 m apart, 1e-3 to 0.24 m from the
+    unlimited motion."""
+    text = H.tree_usda([lk])
+    note(text)
+    pos = []
+    for dt in (5e-4, 2.5e-4):
+        res = check_robust(text, duration=0.5, dt=dt)
+        assert res is not None, "a limit on one angle of the x-y-z sequence must simulate"
+        pos.append(res[2][-1, 0, 0])
+    e = float(np.max(np.abs(pos[0] - pos[1])))
+    ref = H.mujoco_positions([lk], 0.5, 1e-5, rotation_limits=True)
+    ref2 = H.mujoco_positions([lk], 0.5, 5e-6, rotation_limits=True)
+    stiff = H.mujoco_positions([lk], 0.5, 5e-6, rotation_limits=True, limit_timeconst=1e-4)
+    require(ref is not None and ref2 is not None and stiff is not None, strict, "the MuJoCo oracle went unstable")
+    mj_dt = float(np.max(np.abs(ref - ref2)))
+    mj_soft = float(np.max(np.abs(ref2 - stiff)))
+    dev = float(np.max(np.abs(pos[1] - stiff[0])))
+    note(f"deviation {dev:.3g} m; usdphys dt pair {e:.3g}, MuJoCo dt pair {mj_dt:.3g}, softness {mj_soft:.3g}")
+    assert dev <= 1e-6 + 3 * (e + mj_dt + mj_soft), f"{dev:.3g} m from MuJoCo"
+
+
 @logged
 def check_limit(lk, lim):
     import copy
@@ -495,6 +535,28 @@ def test_loops_match_planar_reference(mech):
 @given(limited_pendulums())
 def test_revolute_limits(case):
     check_limit(*case)
+
+
+@CI
+@given(sequence_limited_rods())
+def test_sequence_angle_limits_match_mujoco(lk):
+    check_sequence_limit(lk)
+
+
+@pytest.mark.xfail(strict=True, reason="known defect: a limit on the last x-y-z angle held on the sequence's lock "
+                   "(docs/solver.md, Stop 36); remove this mark when it holds")
+@pytest.mark.parametrize("length, ratio, q", [
+    (0.5906265362174411, 0.1, (-4.225676173476561e-65, 0.35120143197506554, -0.9362999274691115, -2.943274312595503e-65)),
+    (0.3574996589352855, 1.0, (0.0, 0.8501502026305809, -0.5265402481930342, 0.0))], ids=["ratio-0.1", "ratio-1"])
+def test_sequence_limit_held_on_the_lock(length, ratio, q):
+    """Found by the property above (at 60 and at 30 examples): rotZ in [0, 45] deg on a rod whose
+    joint frame is its body frame, so it starts on the lower bound. The held limit drives rotY
+    onto the lock itself (-90.0 deg at the step start) and the step stops (t = 0.3716 and
+    0.2893 s). There the branch the unwrapped angle is on is ambiguous, and the sign that h takes
+    from it flips between iterates (taking it from the step start instead broke runs that cross
+    the lock within a step; 40 random rods of the property's kind at another seed all ran)."""
+    check_sequence_limit(H.Link(-1, "d6", free=(False, False, False, True, True, True), length=length, radius=0.02,
+                                ratio=ratio, rot=q, jrot=q, limits={5: (0.0, 45.0)}), strict=True)
 
 
 # ----------------------------------------------------------------------------- minimal examples found
