@@ -353,7 +353,9 @@ def limit_residual(m: ModelData, es: ElementState, w: int, i: int, kind: int, g:
     """A limit row's residual (>= 0: within the limit): the coordinate's distance from the bound,
     or for a first or last angle of the x-y-z sequence within 90 deg of its bound the
     well-conditioned h of sequence_limit, signed by the branch the unwrapped angle is on (on the
-    sequence's other branch, past the lock, cos q1 < 0)."""
+    sequence's other branch, past the lock, cos q1 < 0); farther out the angle decides, h folds
+    there. On the lock itself the branch is ambiguous and a held limit may not converge
+    (docs/solver.md, "Stop 36")."""
     q = row_coord(m, es, w, i, kind, g)
     d = q - es.rval[w, i]
     if is_sequence_limit(m, i) != 0 and wp.abs(d) < wp.float64(0.5) * PI:
