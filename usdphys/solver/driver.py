@@ -23,6 +23,7 @@ import numpy as np
 import warp as wp
 
 from usdphys.errors import UsdphysError, warn
+from usdphys.math3d import quat_mul, quat_rotate
 from usdphys.solver.warpinit import init_warp
 from usdphys.types.enums import RowKind, RowMode
 from usdphys.types import params
@@ -636,8 +637,6 @@ class Solver:
         rows = self.rows
         if not 0 <= row < self.R or int(rows.kind[row]) != RowKind.TWIST or int(rows.axis[row]) not in (6, 8):
             return ""
-        from usdphys.math3d import quat_mul, quat_rotate
-
         rot = self.state()[1][w]
         identity = np.array([0.0, 0.0, 0.0, 1.0])
         b0, b1 = int(rows.b0[row]), int(rows.b1[row])

@@ -338,6 +338,15 @@ def row_coord(m: ModelData, es: ElementState, w: int, i: int, kind: int, g: wp.f
 
 
 @wp.func
+def element_delta(m: ModelData, sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
+    """How far row i moved since the step start (value g now): for twists the turn (turn_step)."""
+    d = g - sc.g0[w, i]
+    if kind == ROW_TWIST:
+        d = turn_step(m.row_axis[i], d)
+    return d
+
+
+@wp.func
 def is_sequence_limit(m: ModelData, i: int) -> int:
     """1 for a limit on the first or last angle of a three-rotation joint's x-y-z sequence."""
     mode = m.row_mode[i]
@@ -348,22 +357,35 @@ def is_sequence_limit(m: ModelData, i: int) -> int:
 
 
 @wp.func
+def near_sequence_limit(m: ModelData, i: int, Q0: wp.quatd, Q1: wp.quatd, q: wp.float64, g: wp.float64,
+                        b: wp.float64):
+    """For a limit row i on a first or last angle of the x-y-z sequence whose unwrapped angle q
+    (measured g) is within 90 deg of its bound b: (1, h, J) of sequence_limit, signed by the
+    branch q is on (on the sequence's other branch, past the lock, cos q1 < 0); else (0, 0, 0):
+    farther out the angle itself decides, h folds there. On the lock itself the branch is
+    ambiguous and a held limit may not converge (docs/solver.md, "Stop 36")."""
+    hv = wp.float64(0.0)
+    J = wp.vec3d(wp.float64(0.0), wp.float64(0.0), wp.float64(0.0))
+    near = int(0)
+    if is_sequence_limit(m, i) != 0 and wp.abs(q - b) < wp.float64(0.5) * PI:
+        near = 1
+        hv, J = sequence_limit(m.row_axis[i], Q0, Q1, b)
+        if wp.cos(q - g) < wp.float64(0.0):
+            hv = -hv
+            J = -J
+    return near, hv, J
+
+
+@wp.func
 def limit_residual(m: ModelData, es: ElementState, w: int, i: int, kind: int, g: wp.float64, Q0: wp.quatd,
                    Q1: wp.quatd) -> wp.float64:
     """A limit row's residual (>= 0: within the limit): the coordinate's distance from the bound,
-    or for a first or last angle of the x-y-z sequence within 90 deg of its bound the
-    well-conditioned h of sequence_limit, signed by the branch the unwrapped angle is on (on the
-    sequence's other branch, past the lock, cos q1 < 0); farther out the angle decides, h folds
-    there. On the lock itself the branch is ambiguous and a held limit may not converge
-    (docs/solver.md, "Stop 36")."""
+    or near_sequence_limit's h."""
     q = row_coord(m, es, w, i, kind, g)
-    d = q - es.rval[w, i]
-    if is_sequence_limit(m, i) != 0 and wp.abs(d) < wp.float64(0.5) * PI:
-        hv, J = sequence_limit(m.row_axis[i], Q0, Q1, es.rval[w, i])
-        if wp.cos(q - g) < wp.float64(0.0):
-            hv = -hv
+    near, hv, J = near_sequence_limit(m, i, Q0, Q1, q, g, es.rval[w, i])
+    if near != 0:
         return row_sign(m.row_mode[i]) * hv
-    return row_sign(m.row_mode[i]) * d
+    return row_sign(m.row_mode[i]) * (q - es.rval[w, i])
 
 
 @wp.func
@@ -558,10 +580,7 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
         elif mode == MODE_LAW:
             r, err = law_residual(m, es, sc, w, i, g)
         elif mode == MODE_SOFT or mode == MODE_FRICTION:
-            dg = g - sc.g0[w, i]
-            if kind == ROW_TWIST:
-                dg = turn_step(m.row_axis[i], dg)
-            r = dg - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
+            r = element_delta(m, sc, w, i, kind, g) - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         elif mode == MODE_LOWER or mode == MODE_UPPER:
             r = limit_residual(m, es, w, i, kind, g, Q0, Q1)
         elif partner >= 0:  # coupling: unwrapped coordinates, q_f + ratio q_l - value
@@ -593,14 +612,6 @@ def inequality_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: 
 # ---------------------------------------------------------------- force elements
 # Law rows (MODE_LAW), friction rows (MODE_FRICTION), motor rows and loads; the data and the
 # laws are in usdphys/solver/forces.py, the method in docs/forces.md.
-@wp.func
-def element_delta(m: ModelData, sc: Scratch, w: int, i: int, kind: int, g: wp.float64) -> wp.float64:
-    d = g - sc.g0[w, i]
-    if kind == ROW_TWIST:
-        d = turn_step(m.row_axis[i], d)
-    return d
-
-
 @wp.func
 def kick_span(es: ElementState, w: int, h: wp.float64) -> wp.float64:
     """The time over which a step of h kicks the half-step velocities: from the middle of the last
@@ -1165,9 +1176,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             elif mode == MODE_FRICTION and sc.act[w, i] == 2 and m.el.couple[i] < 0:
                 # sliding, but the joint moved along its friction impulse: it stops and sticks
                 g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
-                moved = g - sc.g0[w, i]
-                if m.row_kind[i] == ROW_TWIST:
-                    moved = turn_step(m.row_axis[i], moved)
+                moved = element_delta(m, sc, w, i, m.row_kind[i], g)
                 if moved * sc.lam[w, i] > wp.float64(0.0):
                     sc.act[w, i] = 1
                     changed = 1
@@ -1269,10 +1278,8 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             if is_sequence_limit(m, i) != 0:
                 # near its bound the limit acts through sequence_limit's h (limit_residual)
                 bound = limit_bound(m, es, sc, w, i, h, assemble)
-                if wp.abs(es.qc[w, i] - bound) < wp.float64(0.5) * PI:
-                    hv, J = sequence_limit(m.row_axis[i], Q0, Q1, bound)
-                    if wp.cos(es.qc[w, i] - g) < wp.float64(0.0):
-                        J = -J
+                near, hv, J = near_sequence_limit(m, i, Q0, Q1, es.qc[w, i], g, bound)
+                if near != 0:
                     ja0 = -J
                     ja1 = J
         sc.jl0[w, i] = s * jl0
