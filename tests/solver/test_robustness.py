@@ -773,6 +773,34 @@ def test_a_stop_at_the_sequence_lock_names_it():
     assert f"limit rotY inside (-90, 90) deg, or leave {middle.group(1)} without limits and drives" in line
 
 
+def test_a_stop_on_a_fast_thin_body_names_it():
+    """A rod of axial ratio 1e-5 on a Cardan joint (rotY, rotZ free) below a capsule on a ball
+    joint: its joints leave it nearly free about its axis twice a turn of rotZ, and there it
+    speeds up within a step (MuJoCo RK4 goes unstable on this tree at 1e-4 s, t = 0.545 s, and
+    runs through at 2.5e-5 s). At 1 ms the step stops (t = 0.8484 s, found by the long campaign of
+    seed 370); at 0.5 ms it runs through. The one line names the body, how far it turned in one
+    step and that it is thin, instead of only the joint's residual."""
+    lks = [H.Link(-1, "spherical", free=(False,) * 6, axis=0, length=1.0, radius=0.02, ratio=1.0,
+                  rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.0, 1.0, 0.0)),
+           H.Link(0, "d6", free=(False, False, False, False, True, True), axis=0, length=0.5, radius=0.02,
+                  ratio=1e-5, rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.7071067690849304, -0.5, 0.5, 0.0))]
+    text = H.tree_usda(lks)
+    res = H.run_usdphys(text, timeout=120.0, duration=1.0, dt=1e-3, fps=100)
+    assert res[0] == "usdphys_error", res[:2]
+    line = res[1].strip()
+    assert "\n" not in line, line
+    when = re.search(r"the step at t = ([0-9.]+) s did not converge", line)
+    assert when is not None and abs(float(when.group(1)) - 0.8484) < 1e-3, line
+    fast = re.search(r"/L1 turned at ([0-9.e+]+) deg/s at the step's start \(([0-9.]+) deg in one step\), and its "
+                     r"inertia about one axis is ([0-9.e-]+) of its largest \(a thin body", line)
+    assert fast is not None, line
+    assert float(fast.group(2)) > math.degrees(0.1) and abs(float(fast.group(1)) * 1e-3 - float(fast.group(2))) < 0.1
+    assert float(fast.group(3)) == pytest.approx(1e-5, rel=0.01)
+    assert "try a smaller --dt" in line
+    fine = check_robust(text, dt=5e-4)  # the remedy the line gives
+    assert fine is not None
+
+
 # ----------------------------------------------------------------------------- long campaign
 @pytest.mark.slow
 @LONG

@@ -73,6 +73,12 @@ class SolverRun:
 # close to +-90 deg (its sequence's lock) says so: the joints' Jacobians grow as 1 / cos(middle),
 # 29x at 88 deg.
 SEQUENCE_LOCK_NOTE_DEG = 80.0
+# A step that stops while a body turns more than this in one step (rad, at the step's start)
+# names the body, its spin and, for a thin body, its smallest inertia: near a pose where its
+# joints leave it free about that axis it speeds up within a step faster than the step's frozen
+# directions follow (a rod of axial ratio 1e-5 on a Cardan joint: 585 rad/s at its stop).
+FAST_TURN_NOTE = 0.1
+THIN_BODY_NOTE = 1e-3  # smallest / largest principal inertia below which the body is called thin
 # Seconds a module load may take before the user is told that it is compiling (a cold build of
 # the step kernels: about two minutes on the CPU, 10-25 minutes on CUDA).
 COMPILE_NOTICE_AFTER = 5.0
@@ -652,6 +658,25 @@ class Solver:
                 f"sequence's lock at +-90 deg where rotX and rotZ turn about one axis: limit rotY inside "
                 f"(-90, 90) deg, or leave {angle} without limits and drives")
 
+    def _fast_body_note(self, w: int, dt: float) -> str:
+        """The body that turned fastest at the start of a step that stopped, where it turned more
+        than FAST_TURN_NOTE in one step; "" otherwise."""
+        omega = self.state()[3][w]
+        live = self.m.inv_mass.numpy()
+        live = live[min(w, live.shape[0] - 1)][: self.B] > 0
+        turn = np.where(live, np.linalg.norm(omega, axis=1), 0.0) * dt
+        if not turn.size or not np.max(turn) > FAST_TURN_NOTE:
+            return ""
+        b = int(np.argmax(turn))
+        inertia = self.m.inertia.numpy()
+        inertia = inertia[min(w, inertia.shape[0] - 1)][b]
+        ratio = float(np.min(inertia) / np.max(inertia)) if np.max(inertia) > 0 else 1.0
+        thin = (f", and its inertia about one axis is {ratio:.2g} of its largest (a thin body, which its joints "
+                "may leave nearly free about that axis)") if ratio < THIN_BODY_NOTE else ""
+        spin = float(np.linalg.norm(omega[b]))
+        return (f"; {self.model.body_paths[b]} turned at {math.degrees(spin):.3g} deg/s at the step's start "
+                f"({math.degrees(spin * dt):.3g} deg in one step){thin}: a motion faster than the step resolves")
+
     def _raise_blowup(self, status: np.ndarray, dt: float) -> None:
         w = int(np.flatnonzero(status)[0])
         world = f" in world {w}" if self.W > 1 else ""
@@ -667,6 +692,7 @@ class Solver:
                 what = (f"{self._row_source(row)} is still off by {err:.3g} m or rad "
                         f"(tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g})")
             what += self._sequence_lock_note(row, w)
+            what += self._fast_body_note(w, dt)
             contact = ("; colliders that overlap at the start push against the joints: filter them "
                        "(physics:filteredPairs, collision groups, physics:collisionEnabled)") if self.cm.n_pairs else ""
             turn = "" if self.max_turn else ", or --max-turn 0.1 (steps retried smaller where a body turns fast)"
