@@ -307,6 +307,9 @@ def limited_pendulums(draw):
 
 # limits on the first or last angle of a three-rotation joint (the x-y-z sequence)
 SEQUENCE_LIMITS = [(-30.0, 30.0), (-60.0, 10.0), (0.0, 45.0), (-90.0, math.inf), (-10.0, 80.0)]
+# middle-angle ranges reaching past the sequence's lock at +-90 deg, where MuJoCo's middle hinge
+# goes on and the x-y-z measurement turns back on the other branch
+MIDDLE_LIMITS = [(-30.0, 120.0), (-150.0, 20.0), (-100.0, 100.0), (-120.0, math.inf), (-math.inf, 135.0)]
 
 
 @st.composite
@@ -316,6 +319,14 @@ def sequence_limited_rods(draw):
                   radius=0.02, ratio=draw(st.sampled_from([1.0, 0.1])), rot=tuple(H.quat_from_unit3(draw(unit3))),
                   jrot=tuple(H.quat_from_unit3(draw(unit3))),
                   limits={draw(st.sampled_from([3, 5])): draw(st.sampled_from(SEQUENCE_LIMITS))})
+
+
+@st.composite
+def middle_limited_rods(draw):
+    """A rod on a joint with three free rotations and a limit on its middle angle past +-90 deg."""
+    return H.Link(-1, "d6", free=(False, False, False, True, True, True), length=draw(st.floats(0.3, 1.0)),
+                  radius=0.02, ratio=draw(st.sampled_from([1.0, 0.1])), rot=tuple(H.quat_from_unit3(draw(unit3))),
+                  jrot=tuple(H.quat_from_unit3(draw(unit3))), limits={4: draw(st.sampled_from(MIDDLE_LIMITS))})
 
 
 @logged
@@ -540,6 +551,17 @@ def test_revolute_limits(case):
 @CI
 @given(sequence_limited_rods())
 def test_sequence_angle_limits_match_mujoco(lk):
+    check_sequence_limit(lk)
+
+
+@CI
+@given(middle_limited_rods())
+# a horizontal rod that swings down through rotY = 90 deg onto its bound at 120 deg (t = 0.32 s):
+# the x-y-z measurement turns back at 90 deg, so the bound was never reached and the rod swung on
+# to 180 deg, 0.15 m from MuJoCo's three hinges at 0.5 s (now 4e-5 m)
+@example(H.Link(-1, "d6", free=(False, False, False, True, True, True), length=0.3, radius=0.02,
+                limits={4: (-30.0, 120.0)}))
+def test_middle_angle_limits_past_the_lock_match_mujoco(lk):
     check_sequence_limit(lk)
 
 

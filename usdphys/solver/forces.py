@@ -222,6 +222,9 @@ class ElementState:
     # last measured at; qc follows the motion continuously, so limits compare with the true angle
     qc: wp.array2d(dtype=wp.float64)
     qg: wp.array2d(dtype=wp.float64)
+    # limits on the middle angle of a three-rotation joint's x-y-z sequence: the first angle,
+    # followed through the sequence's lock, which tells the branch the middle angle is on
+    qb: wp.array2d(dtype=wp.float64)
 
 
 # ----------------------------------------------------------------------------------------
@@ -739,7 +742,7 @@ def element_state(worlds: int, rows: int, device, zeros=None) -> ElementState:
     if zeros is None:
         def zeros(shape, dtype):
             return wp.zeros(shape, dtype=dtype, device=device)
-    for name in ("rval", "fprev", "gun", "gdot", "sfac", "cfac", "qref", "lmax", "qc", "qg"):
+    for name in ("rval", "fprev", "gun", "gdot", "sfac", "cfac", "qref", "lmax", "qc", "qg", "qb"):
         setattr(s, name, zeros((worlds, R), wp.float64))
     s.stick = zeros((worlds, R), wp.int32)
     s.tnow = wp.zeros(worlds, dtype=wp.float64, device=device)

@@ -59,6 +59,7 @@ from usdphys.solver.mathx import (
     TWO_PI,
     cayley_unnormalised,
     cmul,
+    euler_xyz,
     eval_row,
     eval_row_in,
     free_rotation,
@@ -357,6 +358,33 @@ def is_sequence_limit(m: ModelData, i: int) -> int:
 
 
 @wp.func
+def is_middle_limit(m: ModelData, i: int) -> int:
+    """1 for a limit on the middle angle of a three-rotation joint's x-y-z sequence."""
+    mode = m.row_mode[i]
+    if (mode == MODE_LOWER or mode == MODE_UPPER) and m.row_kind[i] == ROW_TWIST and m.row_axis[i] == 7:
+        return 1
+    return 0
+
+
+@wp.func
+def middle_angle(es: ElementState, w: int, i: int, Q0: wp.quatd, Q1: wp.quatd, g: wp.float64, ref: wp.float64):
+    """The middle angle of the x-y-z sequence (measured g, within +-90 deg) as MuJoCo's middle
+    hinge counts it: past +-90 deg it goes on to 180 deg and beyond, where the measurement turns
+    back on the sequence's other branch, (q0, q1, q2) = (q0 + pi, pi - q1, q2 + pi). The branch is
+    the first angle's: followed through the lock (es.qb, a step's turn under 90 deg), it reads pi
+    off the measured first angle there. Returns (the angle nearest ref, the followed first angle,
+    -1 on the other branch / 1)."""
+    r0, J0 = euler_xyz(0, Q0, Q1)
+    qb = es.qb[w, i] + turn_step(6, r0 - es.qb[w, i])
+    base = g
+    sign = wp.float64(1.0)
+    if wp.cos(qb - r0) < wp.float64(0.0):
+        base = PI - g
+        sign = wp.float64(-1.0)
+    return base + TWO_PI * wp.round((ref - base) / TWO_PI), qb, sign
+
+
+@wp.func
 def near_sequence_limit(m: ModelData, i: int, Q0: wp.quatd, Q1: wp.quatd, q: wp.float64, g: wp.float64,
                         b: wp.float64):
     """For a limit row i on a first or last angle of the x-y-z sequence whose unwrapped angle q
@@ -382,6 +410,8 @@ def limit_residual(m: ModelData, es: ElementState, w: int, i: int, kind: int, g:
     """A limit row's residual (>= 0: within the limit): the coordinate's distance from the bound,
     or near_sequence_limit's h."""
     q = row_coord(m, es, w, i, kind, g)
+    if is_middle_limit(m, i) != 0:
+        q, qb, sign = middle_angle(es, w, i, Q0, Q1, g, es.qc[w, i])
     near, hv, J = near_sequence_limit(m, i, Q0, Q1, q, g, es.rval[w, i])
     if near != 0:
         return row_sign(m.row_mode[i]) * hv
@@ -1272,6 +1302,16 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         if m.row_kind[i] == ROW_TWIST:
             if assemble != 0:
                 es.qc[w, i] = start_turn(g, m.row_lo[w, i], m.row_hi[w, i])
+                if is_middle_limit(m, i) != 0:
+                    r0, J0 = euler_xyz(0, Q0, Q1)
+                    es.qb[w, i] = r0  # a pose starts on the sequence's first branch
+            elif is_middle_limit(m, i) != 0:
+                # past the lock the measured angle turns back: the angle and its Jacobian flip
+                qm, qb, sign = middle_angle(es, w, i, Q0, Q1, g, es.qc[w, i])
+                es.qc[w, i] = qm
+                es.qb[w, i] = qb
+                ja0 = sign * ja0
+                ja1 = sign * ja1
             else:
                 es.qc[w, i] = es.qc[w, i] + turn_step(m.row_axis[i], g - es.qg[w, i])
             es.qg[w, i] = g
