@@ -755,6 +755,38 @@ def test_a_damper_on_a_three_rotation_joint_swings_through_the_sequence_lock(dof
     assert np.max(np.abs(res[2][-1, 0, 0] - ref[0])) < 1e-6
 
 
+@pytest.mark.parametrize("dof", ["rotX", "rotZ"])
+@pytest.mark.parametrize("kind", ["drive", "motor"])
+def test_a_target_on_a_three_rotation_joint_holds_past_the_sequence_lock(kind, dof):
+    """The rod of the tests above with its first or last angle held at 0 by a position drive
+    (stiffness 2 N m/rad, damping 0.5 N m s) or a position motor. Past the lock that angle is
+    measured 180 deg more (the decomposition's other branch), and the target was compared with the
+    measurement: the drive pulled the rod half a turn and the step stopped (t = 0.7146 s on rotZ,
+    0.9375 s on rotX; the motor's steps stopped too). The target is now compared with the angle itself,
+    which the motion keeps at 0, so neither exerts anything and the rod swings as without them:
+    3.5e-7 m from MuJoCo's at dt 1e-3 s, as above, so 1e-6 m. (With a target of 30 deg the drive
+    holds a torque through the lock, where the angle's split from the other is undefined: MuJoCo's
+    three hinges go unstable there at 1e-4 and 2.5e-5 s, t = 0.483 s, and usdphys stops with the
+    line naming the lock.)"""
+    lk = H.Link(-1, "d6", free=(False, True, False, True, True, True), axis=0, length=1.0, radius=0.02,
+                rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.0, 1.0, 0.0))
+    text = H.tree_usda([lk])
+    if kind == "drive":
+        schemas = 'def PhysicsJoint "J0" ( prepend apiSchemas = ['
+        body1 = "rel physics:body1 = </L0>"
+        assert schemas in text and body1 in text
+        text = text.replace(schemas, f'{schemas}"PhysicsDriveAPI:{dof}", ').replace(
+            body1, f"{body1}\n    float drive:{dof}:physics:stiffness = 2.0\n    float drive:{dof}:physics:damping = 0.5\n"
+                   f"    float drive:{dof}:physics:targetPosition = 0.0")
+    else:
+        text += (f'def MbdMotor "M" {{\n    rel mbd:joint = </J0>\n    uniform token mbd:dof = "{dof}"\n'
+                 '    uniform token mbd:mode = "position"\n    double mbd:target = 0\n}\n')
+    res = check_robust(text, duration=1.0)
+    assert res is not None, "the held swing through the lock must simulate"
+    ref = H.mujoco_positions([lk], 1.0, 1e-4)
+    assert np.max(np.abs(res[2][-1, 0, 0] - ref[0])) < 1e-6
+
+
 def test_three_rotation_joint_holds_a_limit_on_the_first_angle_past_the_sequence_lock():
     """Found by the same campaign once the test above passed: the same rod with its joint frame
     turned (the swing no longer in a plane of the sequence), +-30 deg on the first angle. The

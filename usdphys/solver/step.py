@@ -358,6 +358,19 @@ def is_sequence_limit(m: ModelData, i: int) -> int:
 
 
 @wp.func
+def far_branch_offset(m: ModelData, es: ElementState, w: int, i: int, g: wp.float64) -> wp.float64:
+    """What the first or last angle of an x-y-z sequence measured as g reads more than the angle
+    itself: pi on the sequence's other branch, past its lock (where the unwrapped angle, turned
+    as turn_step counts it, is pi off the measurement), else 0. A target angle (a position
+    drive's, a motor's) is compared with g less this."""
+    axis = m.row_axis[i]
+    if axis == 6 or axis == 8:
+        if wp.cos(es.qc[w, i] + turn_step(axis, g - es.qg[w, i]) - g) < wp.float64(0.0):
+            return PI
+    return wp.float64(0.0)
+
+
+@wp.func
 def is_middle_limit(m: ModelData, i: int) -> int:
     """1 for a limit on the middle angle of a three-rotation joint's x-y-z sequence."""
     mode = m.row_mode[i]
@@ -604,8 +617,8 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
         partner = m.row_partner[i]
         if mode == MODE_EQUAL and partner < 0:  # the common row first (a carrier is never active)
             dg = g - es.rval[w, i]
-            if kind == ROW_TWIST:
-                dg = wrap_angle(dg)
+            if kind == ROW_TWIST:  # a position motor's angle
+                dg = wrap_angle(dg - far_branch_offset(m, es, w, i, g))
             r = dg
         elif mode == MODE_LAW:
             r, err = law_residual(m, es, sc, w, i, g)
@@ -1422,7 +1435,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                 act = 1
                 dtarget = m.row_value[w, i] - sc.g0[w, i]
                 if m.row_kind[i] == ROW_TWIST:
-                    dtarget = wrap_angle(dtarget)
+                    dtarget = wrap_angle(dtarget + far_branch_offset(m, es, w, i, sc.g0[w, i]))
                 sc.sdiag[w, i] = wp.float64(1.0) / (h * denom)
                 sc.sinv[w, i] = wp.float64(1.0) / denom
                 if hk != h:  # implicit force over the kick: the impulse is hk F, not h F
