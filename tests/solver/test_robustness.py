@@ -732,6 +732,21 @@ def test_three_rotation_joint_swings_through_the_sequence_lock_with_a_limit_on_t
     assert np.max(np.abs(res[2][-1, 0, 0] - ref[0])) < 1e-6
 
 
+# a rod on a joint with three free rotations and a free slide, swinging down a vertical plane
+# through the x-y-z sequence's lock (middle angle 90 deg), its first and last angles kept at 0
+LOCK_SWING_ROD = H.Link(-1, "d6", free=(False, True, False, True, True, True), axis=0, length=1.0, radius=0.02,
+                        rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.0, 1.0, 0.0))
+
+
+def with_drive(text, dof, **attrs):
+    """tree_usda's text with a PhysicsDriveAPI on DOF dof of its root joint J0 (attrs: drive:dof:physics:*)."""
+    schemas = 'def PhysicsJoint "J0" ( prepend apiSchemas = ['
+    body1 = "rel physics:body1 = </L0>"
+    assert schemas in text and body1 in text
+    lines = "".join(f"\n    float drive:{dof}:physics:{k} = {float(v)!r}" for k, v in attrs.items())
+    return text.replace(schemas, f'{schemas}"PhysicsDriveAPI:{dof}", ').replace(body1, body1 + lines)
+
+
 @pytest.mark.parametrize("dof", ["rotX", "rotZ"])
 def test_a_damper_on_a_three_rotation_joint_swings_through_the_sequence_lock(dof):
     """The rod of the test above without the limit, with a damper (a drive of stiffness 0,
@@ -740,15 +755,8 @@ def test_a_damper_on_a_three_rotation_joint_swings_through_the_sequence_lock(dof
     t = 0.4834 s ("diverged"). The motion keeps both angles still, so the damper exerts nothing
     and the rod swings as without it: 3.5e-7 m from MuJoCo's at dt 1e-3 s, 8.7e-8 m at 5e-4 s, as
     above, so 1e-6 m."""
-    lk = H.Link(-1, "d6", free=(False, True, False, True, True, True), axis=0, length=1.0, radius=0.02,
-                rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.0, 1.0, 0.0))
-    text = H.tree_usda([lk])
-    schemas = 'def PhysicsJoint "J0" ( prepend apiSchemas = ['
-    body1 = "rel physics:body1 = </L0>"
-    assert schemas in text and body1 in text
-    text = text.replace(schemas, f'{schemas}"PhysicsDriveAPI:{dof}", ').replace(
-        body1, f"{body1}\n    float drive:{dof}:physics:stiffness = 0.0\n    float drive:{dof}:physics:damping = 0.5\n"
-               f"    float drive:{dof}:physics:targetVelocity = 0.0")
+    lk = LOCK_SWING_ROD
+    text = with_drive(H.tree_usda([lk]), dof, stiffness=0.0, damping=0.5, targetVelocity=0.0)
     res = check_robust(text, duration=1.0)
     assert res is not None, "the damped swing through the lock must simulate"
     ref = H.mujoco_positions([lk], 1.0, 1e-4)
@@ -768,16 +776,10 @@ def test_a_target_on_a_three_rotation_joint_holds_past_the_sequence_lock(kind, d
     holds a torque through the lock, where the angle's split from the other is undefined: MuJoCo's
     three hinges go unstable there at 1e-4 and 2.5e-5 s, t = 0.483 s, and usdphys stops with the
     line naming the lock.)"""
-    lk = H.Link(-1, "d6", free=(False, True, False, True, True, True), axis=0, length=1.0, radius=0.02,
-                rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.0, 1.0, 0.0))
+    lk = LOCK_SWING_ROD
     text = H.tree_usda([lk])
     if kind == "drive":
-        schemas = 'def PhysicsJoint "J0" ( prepend apiSchemas = ['
-        body1 = "rel physics:body1 = </L0>"
-        assert schemas in text and body1 in text
-        text = text.replace(schemas, f'{schemas}"PhysicsDriveAPI:{dof}", ').replace(
-            body1, f"{body1}\n    float drive:{dof}:physics:stiffness = 2.0\n    float drive:{dof}:physics:damping = 0.5\n"
-                   f"    float drive:{dof}:physics:targetPosition = 0.0")
+        text = with_drive(text, dof, stiffness=2.0, damping=0.5, targetPosition=0.0)
     else:
         text += (f'def MbdMotor "M" {{\n    rel mbd:joint = </J0>\n    uniform token mbd:dof = "{dof}"\n'
                  '    uniform token mbd:mode = "position"\n    double mbd:target = 0\n}\n')
