@@ -525,6 +525,13 @@ def _worker(conn):
     from usdphys.errors import UsdphysError
     from usdphys.simulate import simulate
 
+    # one step of a pendulum first: a cold kernel cache compiles the step here (about two minutes),
+    # not inside the first job's timeout
+    st = Usd.Stage.CreateInMemory()
+    assert st.GetRootLayer().ImportFromString(tree_usda([Link(-1, "revolute")]))
+    with contextlib.redirect_stderr(io.StringIO()):
+        simulate(st, duration=1e-3, dt=1e-3, fps=1000)
+    conn.send("ready")
     while True:
         job = conn.recv()
         if job is None:
@@ -542,6 +549,9 @@ def _worker(conn):
             conn.send(("exception", f"{type(e).__name__}: {e}", traceback.format_exc(limit=6)))
 
 
+WORKER_START_TIMEOUT = 1800.0  # s: a cold build of the step kernels (CPU: about two minutes)
+
+
 class Runner:
     """One persistent worker process; a job past its timeout kills it (a fresh one starts next)."""
 
@@ -554,6 +564,14 @@ class Runner:
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker, args=(child,), daemon=True)
         self.proc.start()
+        try:
+            ready = self.conn.poll(WORKER_START_TIMEOUT) and self.conn.recv() == "ready"
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            code = self.proc.exitcode
+            self.kill()
+            raise RuntimeError(f"the usdphys worker did not start within {WORKER_START_TIMEOUT} s (exit code {code})")
 
     def run(self, text, timeout=60.0, **kw):
         if self.proc is None or not self.proc.is_alive():

@@ -360,12 +360,12 @@ def is_sequence_limit(m: ModelData, i: int) -> int:
 @wp.func
 def far_branch_offset(m: ModelData, es: ElementState, w: int, i: int, g: wp.float64) -> wp.float64:
     """What the first or last angle of an x-y-z sequence measured as g reads more than the angle
-    itself: pi on the sequence's other branch, past its lock (where the unwrapped angle, turned
-    as turn_step counts it, is pi off the measurement), else 0. A target angle (a position
-    drive's, a motor's) is compared with g less this."""
+    itself: pi on the sequence's other branch, past its lock (where the unwrapped angle,
+    row_coord, is pi off the measurement: near_sequence_limit's branch rule), else 0. A target
+    angle (a position drive's, a motor's) is compared with g less this."""
     axis = m.row_axis[i]
     if axis == 6 or axis == 8:
-        if wp.cos(es.qc[w, i] + turn_step(axis, g - es.qg[w, i]) - g) < wp.float64(0.0):
+        if wp.cos(row_coord(m, es, w, i, ROW_TWIST, g) - g) < wp.float64(0.0):
             return PI
     return wp.float64(0.0)
 
@@ -422,9 +422,11 @@ def limit_residual(m: ModelData, es: ElementState, w: int, i: int, kind: int, g:
                    Q1: wp.quatd) -> wp.float64:
     """A limit row's residual (>= 0: within the limit): the coordinate's distance from the bound,
     or near_sequence_limit's h."""
-    q = row_coord(m, es, w, i, kind, g)
+    q = wp.float64(0.0)
     if is_middle_limit(m, i) != 0:
         q, qb, sign = middle_angle(es, w, i, Q0, Q1, g, es.qc[w, i])
+    else:
+        q = row_coord(m, es, w, i, kind, g)
     near, hv, J = near_sequence_limit(m, i, Q0, Q1, q, g, es.rval[w, i])
     if near != 0:
         return row_sign(m.row_mode[i]) * hv
