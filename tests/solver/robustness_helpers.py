@@ -336,6 +336,31 @@ def mujoco_positions(links, duration, timestep, rotation_limits=False, limit_tim
     return np.array([d.xpos[m.body(f"L{i}").id] for i in range(len(links))])
 
 
+
+def mujoco_hinge_positions(link, duration, timestep, hinge, joint_attrs="", position_actuator=None):
+    """Body position after `duration` of one root link with three free rotations as MuJoCo's
+    three hinges in one body (tree_mjcf with rotation_limits), hinge `hinge` (0, 1, 2: the x-y-z
+    sequence's first, middle, last angle) given extra joint attributes (e.g. 'damping="2"') and
+    optionally a position actuator (kp, kv, target in rad)."""
+    import mujoco
+
+    lines = tree_mjcf([link], timestep, rotation_limits=True).split("\n")
+    hinges = [j for j, ln in enumerate(lines) if 'type="hinge"' in ln]
+    assert len(hinges) == 3, "the link must have three free rotations"
+    j = hinges[hinge]
+    lines[j] = lines[j].replace('<joint type="hinge"', f'<joint name="driven" {joint_attrs} type="hinge"')
+    xml = "\n".join(lines)
+    if position_actuator is not None:
+        kp, kv, _ = position_actuator
+        xml = xml.replace("</mujoco>", f'  <actuator><position joint="driven" kp="{kp!r}" kv="{kv!r}"/></actuator>\n</mujoco>')
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    if position_actuator is not None:
+        d.ctrl[0] = position_actuator[2]
+    for _ in range(int(round(duration / timestep))):
+        mujoco.mj_step(m, d)
+    return d.xpos[m.body("L0").id].copy()
+
 # ----------------------------------------------------------------------------- planar loops
 @dataclass
 class Planar:

@@ -750,7 +750,7 @@ def with_drive(text, dof, **attrs):
 @pytest.mark.parametrize("dof", ["rotX", "rotZ"])
 def test_a_damper_on_a_three_rotation_joint_swings_through_the_sequence_lock(dof):
     """The rod of the test above without the limit, with a damper (a drive of stiffness 0,
-    damping 0.5 N m s, target speed 0) on the first or last angle. The damper measures the angle's
+    damping 0.5 N m s/deg, target speed 0) on the first or last angle. The damper measures the angle's
     turn within each step; passing the lock, that read a half turn and the step stopped at
     t = 0.4834 s ("diverged"). The motion keeps both angles still, so the damper exerts nothing
     and the rod swings as without it: 3.5e-7 m from MuJoCo's at dt 1e-3 s, 8.7e-8 m at 5e-4 s, as
@@ -767,7 +767,7 @@ def test_a_damper_on_a_three_rotation_joint_swings_through_the_sequence_lock(dof
 @pytest.mark.parametrize("kind", ["drive", "motor"])
 def test_a_target_on_a_three_rotation_joint_holds_past_the_sequence_lock(kind, dof):
     """The rod of the tests above with its first or last angle held at 0 by a position drive
-    (stiffness 2 N m/rad, damping 0.5 N m s) or a position motor. Past the lock that angle is
+    (stiffness 2 N m/deg, damping 0.5 N m s/deg) or a position motor. Past the lock that angle is
     measured 180 deg more (the decomposition's other branch), and the target was compared with the
     measurement: the drive pulled the rod half a turn and the step stopped (t = 0.7146 s on rotZ,
     0.9375 s on rotX; the motor's steps stopped too). The target is now compared with the angle itself,
@@ -807,6 +807,84 @@ def test_three_rotation_joint_holds_a_limit_on_the_first_angle_past_the_sequence
     ref = H.mujoco_positions([lk], 1.0, 1e-5, rotation_limits=True)
     assert ref is not None
     assert np.max(np.abs(res[2][-1, 0, 0] - ref[0])) < 1e-3
+
+
+def test_a_drive_on_the_middle_angle_reaches_a_target_past_the_sequence_lock():
+    """The rod of the tests above with a position drive on its middle angle (rotY; stiffness
+    0.5 N m/deg, damping 0.5 N m s/deg) to 120 deg: the rod swings up past the sequence's lock
+    (90 deg, where the measured middle angle turns back) and settles at 115.9 deg, where gravity
+    balances the drive. The drive compared its target with the measurement, which never reads
+    more than 90 deg, and held the rod at the lock (0.22 m from MuJoCo after 3 s). The row now
+    measures the angle followed through the lock: 1.1e-4 m from MuJoCo's three hinges with a
+    position actuator of the same gains (RK4 at 1e-4 s) at dt 1e-3 s, 5.6e-5 m at 5e-4 s (the
+    drive's implicit force converges at first order), so 5e-4 m."""
+    lk = LOCK_SWING_ROD
+    text = with_drive(H.tree_usda([lk]), "rotY", stiffness=0.5, damping=0.5, targetPosition=120.0)
+    res = check_robust(text, duration=3.0)
+    assert res is not None, "the drive past the lock must simulate"
+    per_rad = 180.0 / math.pi  # USD's angular drive gains are per degree
+    ref = H.mujoco_hinge_positions(lk, 3.0, 1e-4, 1, position_actuator=(0.5 * per_rad, 0.5 * per_rad,
+                                                                       math.radians(120.0)))
+    assert np.max(np.abs(res[2][-1, 0, 0] - ref)) < 5e-4
+
+
+def test_a_velocity_motor_turns_the_middle_angle_past_the_sequence_lock():
+    """A velocity motor on the rod's middle angle, 120 deg/s for 1 s: a rheonomic constraint, so
+    the rod turns about the joint's y axis by exactly 120 t deg, from (-0.5, 0, 0) through the
+    lock (t = 0.75 s) to (0.25, 0, 0.433). The motor compared its reference angle with the
+    measurement, which cannot pass 90 deg, and the step stopped at t = 0.75 s. Every frame now
+    holds the exact pose to the solver's tolerance (2.5e-13 m off at dt 1e-3 s; 1e-9 m asserted)."""
+    text = H.tree_usda([LOCK_SWING_ROD]) + (
+        'def MbdMotor "M" ( prepend apiSchemas = ["MbdTimeFunctionAPI"] ) {\n    rel mbd:joint = </J0>\n'
+        '    uniform token mbd:dof = "rotY"\n    uniform token mbd:mode = "velocity"\n'
+        '    uniform token mbd:function:type = "constant"\n    double mbd:function:value = 120\n}\n')
+    res = check_robust(text, duration=1.0)
+    assert res is not None, "the motor past the lock must simulate"
+    pos = res[2][:, 0, 0]
+    angle = np.radians(120.0) * np.arange(len(pos)) / 100.0  # frames at 100 per second
+    exact = np.stack([-0.5 * np.cos(angle), np.zeros_like(angle), 0.5 * np.sin(angle)], axis=1)
+    assert len(pos) == 101 and np.max(np.abs(pos - exact)) < 1e-9
+
+
+def test_a_damper_on_the_middle_angle_swings_through_the_sequence_lock():
+    """NewtonJointAPI viscous damping (0.002 N m s/deg) on the rod's middle angle while the rod
+    swings down through the lock (-90 deg) to -163.7 deg at 1 s. The damper's turn was the
+    measurement's, which turns back within the step that crosses the lock: 2.6e-4 m from MuJoCo at
+    dt 1e-3 s and 1.3e-4 m at 5e-4 s (first order: one step's damping wrong). Measured on the
+    angle itself: 5.5e-7 and 1.4e-7 m (second order), so 2e-6 m. Reference: MuJoCo's three
+    hinges, the middle one damped alike (RK4 at 1e-4 s; 5e-5 s agrees to 1e-9 m)."""
+    lk = LOCK_SWING_ROD
+    schemas = 'def PhysicsJoint "J0" ( prepend apiSchemas = ['
+    body1 = "rel physics:body1 = </L0>"
+    text = H.tree_usda([lk]).replace(schemas, f'{schemas}"NewtonJointAPI", ').replace(
+        body1, body1 + '\n    uniform token[] newton:dofs = ["rotY"]\n    uniform float[] newton:viscousDamping = [0.002]')
+    res = check_robust(text, duration=1.0)
+    assert res is not None, "the damped swing through the lock must simulate"
+    ref = H.mujoco_hinge_positions(lk, 1.0, 1e-4, 1, joint_attrs=f'damping="{0.002 * 180.0 / math.pi!r}"')
+    assert np.max(np.abs(res[2][-1, 0, 0] - ref)) < 2e-6
+
+
+def test_a_soft_limit_on_the_middle_angle_acts_past_the_sequence_lock():
+    """The rod with rotY in [-120, 30] deg as a soft limit (newton:limitStiffness 0.5 N m/deg,
+    limitDamping 0.01 N m s/deg: a spring-damper acting beyond the bound, a law row). Swinging
+    down through the lock (-90 deg) it meets the spring at -120 deg and hangs back. The law read
+    the measurement's turn, which turns back at the lock and never reaches -120 deg: the rod swung
+    as if unlimited, 0.52 m from the limited swing. Reference: the same rod on a joint with rotY
+    alone free (a plain twist row, no sequence), whose soft limit is the same law: now 6e-16 m
+    apart at every frame, so 1e-9 m."""
+    runs = []
+    for free in ((False, True, False, True, True, True), (False, True, False, False, True, False)):
+        lk = H.Link(-1, "d6", free=free, axis=0, length=1.0, radius=0.02, rot=(0.0, 0.0, 1.0, 0.0),
+                    jrot=(0.0, 0.0, 1.0, 0.0), limits={4: (-120.0, 30.0)})
+        body1 = "rel physics:body1 = </L0>"
+        text = H.tree_usda([lk]).replace(
+            body1, body1 + "\n    float newton:limitStiffness = 0.5\n    float newton:limitDamping = 0.01")
+        res = check_robust(text, duration=1.0)
+        assert res is not None, "the soft limit past the lock must simulate"
+        runs.append(res[2][:, 0, 0])
+    unlimited = H.mujoco_positions([LOCK_SWING_ROD], 1.0, 1e-4)[0]
+    assert np.linalg.norm(runs[1][-1] - unlimited) > 0.1, "the limit must act in this swing"
+    assert np.max(np.abs(runs[0] - runs[1])) < 1e-9
 
 
 def test_a_stop_at_the_sequence_lock_names_it():

@@ -371,10 +371,13 @@ def far_branch_offset(m: ModelData, es: ElementState, w: int, i: int, g: wp.floa
 
 
 @wp.func
-def is_middle_limit(m: ModelData, i: int) -> int:
-    """1 for a limit on the middle angle of a three-rotation joint's x-y-z sequence."""
-    mode = m.row_mode[i]
-    if (mode == MODE_LOWER or mode == MODE_UPPER) and m.row_kind[i] == ROW_TWIST and m.row_axis[i] == 7:
+def is_middle_twist(m: ModelData, i: int) -> int:
+    """1 for a row on the middle angle of a three-rotation joint's x-y-z sequence. Such a row
+    measures the angle itself (middle_angle, followed through the lock in es.qc / es.qb), not
+    the measurement g, which turns back past the lock: its Jacobian is reversed there
+    (step_world), sc.g0 holds the angle at the step start, and what compares with g elsewhere
+    (limits, drive and motor targets, element turns and springs) reads row_measure instead."""
+    if m.row_kind[i] == ROW_TWIST and m.row_axis[i] == 7:
         return 1
     return 0
 
@@ -395,6 +398,39 @@ def middle_angle(es: ElementState, w: int, i: int, Q0: wp.quatd, Q1: wp.quatd, g
         base = PI - g
         sign = wp.float64(-1.0)
     return base + TWO_PI * wp.round((ref - base) / TWO_PI), qb, sign
+
+
+@wp.func
+def row_measure(m: ModelData, es: ElementState, w: int, i: int, g: wp.float64, Q0: wp.quatd, Q1: wp.quatd) -> wp.float64:
+    """What row i measures at frames (Q0, Q1) where its value is g: g, or on the middle angle of
+    an x-y-z sequence the angle itself (is_middle_twist)."""
+    if is_middle_twist(m, i) != 0:
+        qm, qb, sign = middle_angle(es, w, i, Q0, Q1, g, es.qc[w, i])
+        return qm
+    return g
+
+
+@wp.func
+def row_unwrapped(m: ModelData, es: ElementState, w: int, i: int, kind: int, g: wp.float64, Q0: wp.quatd,
+                  Q1: wp.quatd) -> wp.float64:
+    """The coordinate a limit or a coupling compares (row_coord), for the middle angle of an x-y-z
+    sequence the angle itself (row_measure)."""
+    if is_middle_twist(m, i) != 0:
+        return row_measure(m, es, w, i, g, Q0, Q1)
+    return row_coord(m, es, w, i, kind, g)
+
+
+@wp.func
+def row_measure_at(m: ModelData, es: ElementState, w: int, i: int, pos: wp.array2d(dtype=wp.vec3d),
+                   rot: wp.array2d(dtype=wp.quatd), g: wp.float64) -> wp.float64:
+    """row_measure at the given body poses."""
+    if is_middle_twist(m, i) == 0:
+        return g
+    b0 = m.row_b0[i]
+    b1 = m.row_b1[i]
+    P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], body_pos(pos, w, b0),
+                                body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1))
+    return row_measure(m, es, w, i, g, Q0, Q1)
 
 
 @wp.func
@@ -422,11 +458,7 @@ def limit_residual(m: ModelData, es: ElementState, w: int, i: int, kind: int, g:
                    Q1: wp.quatd) -> wp.float64:
     """A limit row's residual (>= 0: within the limit): the coordinate's distance from the bound,
     or near_sequence_limit's h."""
-    q = wp.float64(0.0)
-    if is_middle_limit(m, i) != 0:
-        q, qb, sign = middle_angle(es, w, i, Q0, Q1, g, es.qc[w, i])
-    else:
-        q = row_coord(m, es, w, i, kind, g)
+    q = row_unwrapped(m, es, w, i, kind, g, Q0, Q1)
     near, hv, J = near_sequence_limit(m, i, Q0, Q1, q, g, es.rval[w, i])
     if near != 0:
         return row_sign(m.row_mode[i]) * hv
@@ -618,21 +650,23 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
         err = wp.float64(-1.0)
         partner = m.row_partner[i]
         if mode == MODE_EQUAL and partner < 0:  # the common row first (a carrier is never active)
-            dg = g - es.rval[w, i]
+            dg = row_measure(m, es, w, i, g, Q0, Q1) - es.rval[w, i]
             if kind == ROW_TWIST:  # a position motor's angle
                 dg = wrap_angle(dg - far_branch_offset(m, es, w, i, g))
             r = dg
         elif mode == MODE_LAW:
-            r, err = law_residual(m, es, sc, w, i, g)
+            r, err = law_residual(m, es, sc, w, i, row_measure(m, es, w, i, g, Q0, Q1))
         elif mode == MODE_SOFT or mode == MODE_FRICTION:
-            r = element_delta(m, sc, w, i, kind, g) - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
+            r = element_delta(m, sc, w, i, kind, row_measure(m, es, w, i, g, Q0, Q1)) - sc.sshift[w, i] + sc.lam[w, i] * sc.sinv[w, i]
         elif mode == MODE_LOWER or mode == MODE_UPPER:
             r = limit_residual(m, es, w, i, kind, g, Q0, Q1)
         elif partner >= 0:  # coupling: unwrapped coordinates, q_f + ratio q_l - value
             p = partner
             gp, pl0, pa0, pl1, pa1 = row_at(m, p, sc.pos1, sc.rot1, w)
-            r = (row_coord(m, es, w, i, kind, g) + m.row_ratio[i] * row_coord(m, es, w, p, m.row_kind[p], gp)
-                 - es.rval[w, i])
+            qp = row_coord(m, es, w, p, m.row_kind[p], gp)
+            if is_middle_twist(m, p) != 0:
+                qp = row_measure_at(m, es, w, p, sc.pos1, sc.rot1, gp)
+            r = row_unwrapped(m, es, w, i, kind, g, Q0, Q1) + m.row_ratio[i] * qp - es.rval[w, i]
         sc.res[w, i] = r
         if err < wp.float64(0.0):
             err = wp.abs(r)
@@ -810,7 +844,7 @@ def end_elements(m: ModelData, es: ElementState, sc: Scratch, w: int, h: wp.floa
             b1 = m.row_b1[i]
             kind = m.row_kind[i]
             g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
-            d = element_delta(m, sc, w, i, kind, g)
+            d = element_delta(m, sc, w, i, kind, row_measure_at(m, es, w, i, sc.pos1, sc.rot1, g))
             if el.law[i] != W_LAW_ARMATURE:
                 f, dfg, dfv = law_force(el, i, m.row_k[w, i], m.row_c[w, i], m.row_value[w, i], m.row_tv[w, i],
                                         es.gun[w, i] + wp.float64(0.5) * d, d / h, t + wp.float64(0.5) * h, 0)
@@ -1221,7 +1255,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             elif mode == MODE_FRICTION and sc.act[w, i] == 2 and m.el.couple[i] < 0:
                 # sliding, but the joint moved along its friction impulse: it stops and sticks
                 g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
-                moved = element_delta(m, sc, w, i, m.row_kind[i], g)
+                moved = element_delta(m, sc, w, i, m.row_kind[i], row_measure_at(m, es, w, i, sc.pos1, sc.rot1, g))
                 if moved * sc.lam[w, i] > wp.float64(0.0):
                     sc.act[w, i] = 1
                     changed = 1
@@ -1317,14 +1351,16 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         if m.row_kind[i] == ROW_TWIST:
             if assemble != 0:
                 es.qc[w, i] = start_turn(g, m.row_lo[w, i], m.row_hi[w, i])
-                if is_middle_limit(m, i) != 0:
+                if is_middle_twist(m, i) != 0:
                     r0, J0 = euler_xyz(0, Q0, Q1)
                     es.qb[w, i] = r0  # a pose starts on the sequence's first branch
-            elif is_middle_limit(m, i) != 0:
-                # past the lock the measured angle turns back: the angle and its Jacobian flip
+                    sc.g0[w, i] = es.qc[w, i]
+            elif is_middle_twist(m, i) != 0:
+                # past the lock the measurement turns back: the row measures the angle itself
                 qm, qb, sign = middle_angle(es, w, i, Q0, Q1, g, es.qc[w, i])
                 es.qc[w, i] = qm
                 es.qb[w, i] = qb
+                sc.g0[w, i] = qm
                 ja0 = sign * ja0
                 ja1 = sign * ja1
             else:
