@@ -267,6 +267,36 @@ def eval_row_in(kind: int, axis: int, P0: wp.vec3d, Q0: wp.quatd, P1: wp.vec3d, 
 
 
 @wp.func
+def turn_step(axis: int, dg: wp.float64) -> wp.float64:
+    """How far a twist row's angle turned between two poses a step or less apart, from the
+    change dg of its wrapped value: dg wrapped into (-pi, pi]; for the first and last angles of a
+    joint's x-y-z sequence (axis 6, 8) into (-pi/2, pi/2]. Those two are measured with the middle
+    angle kept within +-90 deg, so where the joint swings through the sequence's lock (middle
+    angle 90 deg) the measurement moves to the decomposition's other branch and both jump by
+    exactly pi while nothing turned (a rod swinging down a vertical plane read 180 deg on a
+    +-170 deg limit of its last angle, or a damper on that angle read a half turn within one
+    step, and stopped). A real turn of over pi/2 in one step is far beyond any step the solver
+    converges. Every turn of a twist row between two poses goes through here (limits' unwrapped
+    angles, drives, friction, force elements); a difference from a target angle does not (a
+    target may lie anywhere on the circle)."""
+    if axis == 6 or axis == 8:
+        return dg - PI * wp.ceil((dg - wp.float64(0.5) * PI) / PI)
+    return wrap_angle(dg)
+
+
+@wp.func
+def middle_turn(g: wp.float64, ref: wp.float64):
+    """The middle angle of an x-y-z sequence measured as g (within +-90 deg): g or, on the
+    sequence's other branch past its lock, pi - g (each modulo 2 pi), whichever lies nearest
+    ref; and -1 where that is pi - g (the measurement then turns against the angle), else 1."""
+    q = g + TWO_PI * wp.round((ref - g) / TWO_PI)
+    qf = (PI - g) + TWO_PI * wp.round((ref - PI + g) / TWO_PI)
+    if wp.abs(qf - ref) < wp.abs(q - ref):
+        return qf, wp.float64(-1.0)
+    return q, wp.float64(1.0)
+
+
+@wp.func
 def start_turn(g: wp.float64, lo: wp.float64, hi: wp.float64) -> wp.float64:
     """The multi-turn value of a wrapped angle g in (-pi, pi] to start from: g itself when it
     lies in [lo, hi] or the range is open there, else g + 2 pi k for the k that brings it into

@@ -22,7 +22,7 @@ import numpy as np
 import warp as wp
 
 from usdphys.solver.forces import ElementData, law_force, time_fn
-from usdphys.solver.mathx import ROW_DIST, ROW_TWIST, eval_row, start_turn, wrap_angle
+from usdphys.solver.mathx import ROW_DIST, ROW_TWIST, eval_row, middle_turn, start_turn, turn_step
 from usdphys.types.model import dof_row
 from usdphys.types.enums import RowKind, RowLaw, RowMode
 
@@ -156,9 +156,19 @@ def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.f
         if kind == ROW_TWIST:
             if f == 0:  # the turn the solver's own coordinate starts on (step.start_turn)
                 q = start_turn(g, pl.p_lo[p], pl.p_hi[p])
-            else:  # the turn nearest the trapezoidal prediction from the last frame
+            elif pl.p_axis[p] == 7:
+                # the middle angle of an x-y-z sequence goes on past the lock where its
+                # measurement turns back: the reading nearest the last two frames' extrapolation
+                # (by values: a frame on the lock itself reads the angle well, its rate's sign not)
+                guess = out.pval[f - 1, w, p] + pl.frame_dt * out.prate[f - 1, w, p]
+                if f >= 2:
+                    guess = wp.float64(2.0) * out.pval[f - 1, w, p] - out.pval[f - 2, w, p]
+                q, sign = middle_turn(g, guess)
+                rate = sign * rate
+            else:  # the turn nearest the trapezoidal prediction from the last frame (the first and
+                # last x-y-z angles modulo pi: past the lock their measurement reads pi more)
                 pred = out.pval[f - 1, w, p] + wp.float64(0.5) * pl.frame_dt * (out.prate[f - 1, w, p] + rate)
-                q = pred + wrap_angle(g - pred)
+                q = pred + turn_step(pl.p_axis[p], g - pred)
         out.pval[f, w, p] = q
         out.prate[f, w, p] = rate
         r = pl.p_row[p]

@@ -66,6 +66,7 @@ from usdphys.solver.mathx import (
     row_frames,
     sequence_limit,
     start_turn,
+    turn_step,
     wrap_angle,
 )
 
@@ -310,24 +311,6 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
     return eval_row(m.row_kind[i], m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
                     body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1),
                     m.row_value[w, i])
-
-
-@wp.func
-def turn_step(axis: int, dg: wp.float64) -> wp.float64:
-    """How far a twist row's angle turned between two poses a step or less apart, from the
-    change dg of its wrapped value: dg wrapped into (-pi, pi]; for the first and last angles of a
-    joint's x-y-z sequence (axis 6, 8) into (-pi/2, pi/2]. Those two are measured with the middle
-    angle kept within +-90 deg, so where the joint swings through the sequence's lock (middle
-    angle 90 deg) the measurement moves to the decomposition's other branch and both jump by
-    exactly pi while nothing turned (a rod swinging down a vertical plane read 180 deg on a
-    +-170 deg limit of its last angle, or a damper on that angle read a half turn within one
-    step, and stopped). A real turn of over pi/2 in one step is far beyond any step the solver
-    converges. Every turn of a twist row between two poses goes through here (limits' unwrapped
-    angles, drives, friction, force elements); a difference from a target angle does not (a
-    target may lie anywhere on the circle)."""
-    if axis == 6 or axis == 8:
-        return dg - PI * wp.ceil((dg - wp.float64(0.5) * PI) / PI)
-    return wrap_angle(dg)
 
 
 @wp.func
