@@ -238,7 +238,8 @@ def tree_usda(links):
 
 
 def tree_mjcf(links, timestep, rotation_limits=False, limit_timeconst=2e-4):
-    """The same tree for MuJoCo: bodies at their COM frames, joints in body frames, no limits.
+    """The same tree for MuJoCo: bodies at their COM frames, joints in body frames, no limits,
+    joint friction as frictionloss.
 
     rotation_limits: a joint with three free rotations becomes MuJoCo's three hinges in one body
     (the x-y-z sequence usdphys limits) with the link's rotation limits as hinge ranges, stiff
@@ -271,10 +272,13 @@ def tree_mjcf(links, timestep, rotation_limits=False, limit_timeconst=2e-4):
             return " ".join(repr(float(x)) for x in qrot(qj_body, np.eye(3)[k]))
 
         js = []
+        # joint Coulomb friction as MuJoCo's frictionloss (a soft constraint: it creeps where
+        # usdphys' friction row sticks exactly)
+        loss = f' frictionloss="{ln.friction!r}"' if ln.friction else ""
         if ln.kind == "revolute":
-            js.append(f'<joint type="hinge" pos="{anchor}" axis="{ax(ln.axis)}"/>')
+            js.append(f'<joint type="hinge" pos="{anchor}" axis="{ax(ln.axis)}"{loss}/>')
         elif ln.kind == "prismatic":
-            js.append(f'<joint type="slide" pos="{anchor}" axis="{ax(ln.axis)}"/>')
+            js.append(f'<joint type="slide" pos="{anchor}" axis="{ax(ln.axis)}"{loss}/>')
         elif ln.kind == "spherical":
             js.append(f'<joint type="ball" pos="{anchor}"/>')
         else:

@@ -1141,6 +1141,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
     # 5. Newton iteration inside an active-set loop
     rhs_scale = wp.float64(-1.0) / h  # an update solves A d = -r / h (ldl_solve scales r)
     pending = int(0)  # 1: the last pass changed impulses (sc.dlam) without moving the bodies
+    settled = int(0)  # 1: a pass ended with no row entering or leaving the active set
     for p in range(MAX_PASSES):
         if sc.fage[w] <= 0 or p > 0:  # fage > 0: the factor of an earlier step is reused
             factor_rows(m, sc, w, nr)
@@ -1243,6 +1244,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     sc.act[w, i] = 1
                     changed = 1
         if changed == 0:
+            settled = 1
             break
         sc.rfresh[w] = 0
         if p < MAX_PASSES - 1:
@@ -1264,6 +1266,12 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
         # a dropped friction row (sticking on a joint that sits on its limit: the same DOF) yields
         hard = mode == MODE_EQUAL or mode == MODE_LOWER or mode == MODE_UPPER
         if hard and sc.act[w, i] == 1 and sc.keep[w, i] == 0 and wp.abs(sc.res[w, i]) > DEPENDENT_TOL:
+            err = wp.max(err, wp.abs(sc.res[w, i]))
+        if settled == 0 and sc.act[w, i] == 1 and sc.keep[w, i] == 0 and mode != MODE_EQUAL and mode != MODE_LAW:
+            # the passes ran out while rows still entered the set: one made active in the last
+            # pass (a limit, a friction row that slid along its own impulse and sticks again) has
+            # not been solved for, and its residual is the step's error (the rank decision's
+            # keep flags are of the last factorisation, before it entered)
             err = wp.max(err, wp.abs(sc.res[w, i]))
         if (mode == MODE_LOWER or mode == MODE_UPPER) and sc.act[w, i] == 0:
             r = inequality_residual(m, es, sc, w, i)
