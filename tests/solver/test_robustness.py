@@ -922,7 +922,7 @@ THIN_ROD_STUCK_BY_FRICTION = [
            jrot=(-0.3314135670661926, 0.0, 0.5, 0.8001031279563904), friction=10.0)]
 
 
-def test_a_step_whose_active_set_did_not_settle_is_retried():
+def test_a_friction_row_is_clamped_only_on_converged_impulses():
     """The friction holds the thin rod (it needs ~0.02 N m of the 10). At dt 1 ms the Newton
     iteration of the first active-set pass does not converge at t = 0.236 and 0.237 s (the rod's
     axial spin is barely resolved), and its unconverged impulse on the friction row (4.2 against a
@@ -930,11 +930,12 @@ def test_a_step_whose_active_set_did_not_settle_is_retried():
     stuck again, six passes in turn. The last pass re-stuck it with no pass left to solve for it,
     and the step was accepted with that row's residual (0.01 rad) left out, since the rank
     decision had not seen the row: the joint then slipped at 285 deg/s and every step size failed
-    at t = 0.238 s. A step whose active set has not settled when the passes run out is now judged
-    on the residuals of the rows that entered last, so it is retried smaller, and the run goes
-    through: 8.6e-7 m from the run at 0.5 ms. MuJoCo (frictionloss, RK4 at 1e-4 s) has the two
-    heavy links within 1e-6 m and the thin rod 3.9e-4 m away: its friction is a soft constraint
-    that lets the joint creep (0.014 rad/s at t = 0.236 s) where usdphys' sticks, so 1e-3 m."""
+    at t = 0.238 s. Now only a converged pass may clamp a force to its bound (the unconverged step
+    is retried smaller), and a step whose active set has not settled when the passes run out is
+    judged on the residuals of the rows that entered last; either alone carries this run through:
+    8.6e-7 m from the run at 0.5 ms. MuJoCo (frictionloss, RK4 at 1e-4 s) has the two heavy links
+    within 1e-6 m and the thin rod 3.9e-4 m away: its friction is a soft constraint that lets the
+    joint creep (0.014 rad/s at t = 0.236 s) where usdphys' sticks, so 1e-3 m."""
     text = H.tree_usda(THIN_ROD_STUCK_BY_FRICTION)
     res = check_robust(text)
     assert res is not None, "the tree must run at 1 ms"
