@@ -1230,7 +1230,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     changed = 1
             elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1 and converged != 0:
                 # only a converged pass's impulse says a force exceeds its bound: an iterate's may
-                # be far off (a thin rod's friction read 400x its need, slipped and was accepted)
+                # be far off (a thin rod's friction read 400x its bound, slipped and was accepted)
                 bound = es.hkick[w] * m.row_fmax[w, i]  # the force limit over the kick
                 if mode == MODE_FRICTION:
                     bound = es.lmax[w, i]  # static or dynamic friction effort times the kick
