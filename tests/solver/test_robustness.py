@@ -872,6 +872,32 @@ def test_recorded_angles_of_a_three_rotation_joint_follow_the_swing_past_the_seq
         assert np.max(np.abs(r.channel("/J0", f"coordinate:{name}")[:, 0])) < 1e-9, name
 
 
+def test_recorded_middle_angle_follows_swings_back_and_forth_through_the_lock_at_coarse_frames():
+    """The rod with rotY limited to +-170 deg and a lightly damped drive to 80 deg (0.5 N m/deg,
+    0.001 N m s/deg): it swings from 0 up to 150 deg and back, across the lock (90 deg) 8 times in
+    3 s, recorded at 10 frames a second (up to 62 deg a frame). The recorded rotY must
+    be the rod's own angle about the joint's y axis, read from its pose (a planar swing). Taking
+    the branch from the reading nearest an extrapolation of the last frames (this stop's first
+    version) was 146 deg off at such frames; the branch is the first angle's, followed modulo pi
+    as the solver does: 3e-14 deg, so 1e-9."""
+    import usdphys.usd  # noqa: F401  (the schemas registered before the stage is opened)
+    from pxr import Usd
+
+    from usdphys.simulate import simulate
+
+    lk = dataclasses.replace(LOCK_SWING_ROD, limits={4: (-170.0, 170.0)})
+    st = Usd.Stage.CreateInMemory()
+    assert st.GetRootLayer().ImportFromString(
+        with_drive(H.tree_usda([lk]), "rotY", stiffness=0.5, damping=0.001, targetPosition=80.0))
+    r = simulate(st, duration=3.0, dt=1e-3, fps=10, record="joints")
+    rot_y = r.channel("/J0", "coordinate:rotY")[:, 0]
+    p = r.positions[:, 0, 0]  # the rod's centre, 0.5 m out along (-cos q, 0, sin q)
+    from_pose = np.degrees(np.unwrap(np.arctan2(p[:, 2], -p[:, 0])))
+    crossings = np.count_nonzero(np.diff(np.sign(from_pose - 90.0)) != 0)
+    assert crossings >= 3 and from_pose.max() > 140.0, (crossings, from_pose.max())
+    assert np.max(np.abs(rot_y - from_pose)) < 1e-9
+
+
 def test_a_damper_on_the_middle_angle_swings_through_the_sequence_lock():
     """NewtonJointAPI viscous damping (0.002 N m s/deg) on the rod's middle angle while the rod
     swings down through the lock (-90 deg) to -163.7 deg at 1 s. The damper's turn was the

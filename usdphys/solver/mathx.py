@@ -285,15 +285,16 @@ def turn_step(axis: int, dg: wp.float64) -> wp.float64:
 
 
 @wp.func
-def middle_turn(g: wp.float64, ref: wp.float64):
-    """The middle angle of an x-y-z sequence measured as g (within +-90 deg): g or, on the
-    sequence's other branch past its lock, pi - g (each modulo 2 pi), whichever lies nearest
-    ref; and -1 where that is pi - g (the measurement then turns against the angle), else 1."""
-    q = g + TWO_PI * wp.round((ref - g) / TWO_PI)
-    qf = (PI - g) + TWO_PI * wp.round((ref - PI + g) / TWO_PI)
-    if wp.abs(qf - ref) < wp.abs(q - ref):
-        return qf, wp.float64(-1.0)
-    return q, wp.float64(1.0)
+def middle_branch(g: wp.float64, first_followed: wp.float64, first_measured: wp.float64):
+    """The middle angle of an x-y-z sequence measured as g (within +-90 deg), read on the branch
+    the first angle was followed on: past the lock the decomposition's other branch,
+    (q0, q1, q2) = (q0 + pi, pi - q1, q2 + pi), and there the first angle followed through the
+    lock (its turns counted modulo pi, turn_step) reads pi off its measurement. Returns (g, 1),
+    or (pi - g, -1) on the other branch, where the measurement turns against the angle; the
+    caller picks the turn (a multiple of 2 pi)."""
+    if wp.cos(first_followed - first_measured) < wp.float64(0.0):
+        return PI - g, wp.float64(-1.0)
+    return g, wp.float64(1.0)
 
 
 @wp.func

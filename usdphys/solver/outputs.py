@@ -22,7 +22,7 @@ import numpy as np
 import warp as wp
 
 from usdphys.solver.forces import ElementData, law_force, time_fn
-from usdphys.solver.mathx import ROW_DIST, ROW_TWIST, eval_row, middle_turn, start_turn, turn_step
+from usdphys.solver.mathx import ROW_DIST, ROW_TWIST, TWO_PI, eval_row, middle_branch, start_turn, turn_step
 from usdphys.types.model import dof_row
 from usdphys.types.enums import RowKind, RowLaw, RowMode
 
@@ -158,13 +158,14 @@ def record_derived(out: FrameOutput, el: ElementData, row_k: wp.array(dtype=wp.f
                 q = start_turn(g, pl.p_lo[p], pl.p_hi[p])
             elif pl.p_axis[p] == 7:
                 # the middle angle of an x-y-z sequence goes on past the lock where its
-                # measurement turns back: the reading nearest the last two frames' extrapolation
-                # (by values: a frame on the lock itself reads the angle well, its rate's sign not)
-                guess = out.pval[f - 1, w, p] + pl.frame_dt * out.prate[f - 1, w, p]
-                if f >= 2:
-                    guess = wp.float64(2.0) * out.pval[f - 1, w, p] - out.pval[f - 2, w, p]
-                q, sign = middle_turn(g, guess)
+                # measurement turns back: its branch is the first angle's, whose probe (the one
+                # before, the joint's rotX) was just followed through the lock modulo pi
+                first, ja, jb, jc, jd = eval_row(kind, 6, pl.p_p0[p], pl.p_q0[p], pl.p_p1[p], pl.p_q1[p],
+                                                 x0, r0, x1, r1, wp.float64(0.0))
+                base, sign = middle_branch(g, out.pval[f, w, p - 1], first)
                 rate = sign * rate
+                pred = out.pval[f - 1, w, p] + wp.float64(0.5) * pl.frame_dt * (out.prate[f - 1, w, p] + rate)
+                q = base + TWO_PI * wp.round((pred - base) / TWO_PI)
             else:  # the turn nearest the trapezoidal prediction from the last frame (the first and
                 # last x-y-z angles modulo pi: past the lock their measurement reads pi more)
                 pred = out.pval[f - 1, w, p] + wp.float64(0.5) * pl.frame_dt * (out.prate[f - 1, w, p] + rate)
@@ -326,10 +327,13 @@ def plan_outputs(model, er, groups, frame_dt: float, device) -> OutputLayout:
             # per axis free of jumps (gimbal lock at 90 deg): its orientation is left to the bodies.
             free_rot = int(np.count_nonzero(~locked[3:]))
             per_axis = bool(np.any(np.isfinite(model.joint_lower[j, 3:]) | np.isfinite(model.joint_upper[j, 3:])))
+            # (in DOF order: a middle x-y-z angle's probe (axis 7) follows its joint's first
+            # angle's (axis 6), whose followed value record_derived reads for the branch)
             for d in range(6):
                 if locked[d] or (d >= 3 and free_rot == 3 and not per_axis):
                     continue
                 k, a = (int(v) for v in dof_row(locked, d))
+                assert a != 7 or cols["axis"][-1] == 6, "a middle x-y-z angle's probe follows its first angle's"
                 mine = (src == j) & (kind == k) & (axis == a)
                 lower = np.flatnonzero(mine & (mode == RowMode.LOWER))
                 upper = np.flatnonzero(mine & (mode == RowMode.UPPER))

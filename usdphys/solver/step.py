@@ -63,6 +63,7 @@ from usdphys.solver.mathx import (
     eval_row,
     eval_row_in,
     free_rotation,
+    middle_branch,
     row_frames,
     sequence_limit,
     start_turn,
@@ -375,11 +376,7 @@ def middle_angle(es: ElementState, w: int, i: int, Q0: wp.quatd, Q1: wp.quatd, g
     -1 on the other branch / 1)."""
     r0, J0 = euler_xyz(0, Q0, Q1)
     qb = es.qb[w, i] + turn_step(6, r0 - es.qb[w, i])
-    base = g
-    sign = wp.float64(1.0)
-    if wp.cos(qb - r0) < wp.float64(0.0):
-        base = PI - g
-        sign = wp.float64(-1.0)
+    base, sign = middle_branch(g, qb, r0)
     return base + TWO_PI * wp.round((ref - base) / TWO_PI), qb, sign
 
 
