@@ -222,8 +222,9 @@ class ElementState:
     # last measured at; qc follows the motion continuously, so limits compare with the true angle
     qc: wp.array2d(dtype=wp.float64)
     qg: wp.array2d(dtype=wp.float64)
-    # limits on the middle angle of a three-rotation joint's x-y-z sequence: the first angle,
-    # followed through the sequence's lock, which tells the branch the middle angle is on
+    # rows on the middle angle of a three-rotation joint's x-y-z sequence (step.is_middle_twist;
+    # their qc is that angle itself): the first angle, followed through the sequence's lock,
+    # which tells the branch the middle angle is on
     qb: wp.array2d(dtype=wp.float64)
 
 
