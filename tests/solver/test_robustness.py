@@ -959,9 +959,10 @@ def test_a_friction_row_is_clamped_only_on_converged_impulses():
     at t = 0.238 s. Now only a converged pass may clamp a force to its bound (the unconverged step
     is retried smaller), and a step whose active set has not settled when the passes run out is
     judged on the residuals of the rows that entered last; either alone carries this run through:
-    8.6e-7 m from the run at 0.5 ms (1e-5 m asserted: ten times that). MuJoCo (frictionloss, RK4 at 1e-4 s) has the two heavy links
-    within 1e-6 m and the thin rod 3.9e-4 m away: its friction is a soft constraint that lets the
-    joint creep (0.014 rad/s at t = 0.236 s) where usdphys' sticks, so 1e-3 m."""
+    8.6e-7 m from the run at 0.5 ms (1e-5 m asserted: ten times that). MuJoCo (frictionloss, RK4
+    at 1e-4 s) has the two heavy links within 1e-6 m and the thin rod 3.9e-4 m away: its friction
+    is a soft constraint that lets the joint creep (0.014 rad/s at t = 0.236 s) where usdphys'
+    sticks, so 1e-3 m."""
     text = H.tree_usda(THIN_ROD_STUCK_BY_FRICTION)
     res = check_robust(text)
     assert res is not None, "the tree must run at 1 ms"
