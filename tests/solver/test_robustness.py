@@ -638,16 +638,9 @@ def test_thin_rod_on_a_ball_joint_keeps_its_energy():
     second order (8x at 4x smaller steps, 16x expected) before the passages; 2 % of the peak at
     1 ms and 0.1 % at 0.25 ms over the second (a step that stopped converging, or an update taken
     back wrongly, breaks either)."""
-    import usdphys.usd  # noqa: F401
-    from pxr import Usd
-
-    from usdphys.simulate import simulate
-
     err, early = {}, {}
     for dt in (1e-3, 2.5e-4):
-        stage = Usd.Stage.CreateInMemory()
-        assert stage.GetRootLayer().ImportFromString(H.tree_usda(THIN_ROD_ON_BALL_JOINT))
-        r = simulate(stage, duration=1.0, dt=dt, fps=100, record="world")
+        r = simulate_text(H.tree_usda(THIN_ROD_ON_BALL_JOINT), duration=1.0, dt=dt, fps=100, record="world")
         ke = r.channel("/Scene", "kineticEnergy")[:, 0]
         e = ke + r.channel("/Scene", "potentialEnergy")[:, 0]
         err[dt] = float(np.max(np.abs(e - e[0])))
@@ -738,13 +731,40 @@ LOCK_SWING_ROD = H.Link(-1, "d6", free=(False, True, False, True, True, True), a
                         rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.0, 1.0, 0.0))
 
 
-def with_drive(text, dof, **attrs):
-    """tree_usda's text with a PhysicsDriveAPI on DOF dof of its root joint J0 (attrs: drive:dof:physics:*)."""
+def on_root_joint(text, lines, schema=None):
+    """tree_usda's text with attribute lines (USD text) on its root joint J0 (a d6 PhysicsJoint),
+    and schema applied to it when given."""
     schemas = 'def PhysicsJoint "J0" ( prepend apiSchemas = ['
     body1 = "rel physics:body1 = </L0>"
     assert schemas in text and body1 in text
-    lines = "".join(f"\n    float drive:{dof}:physics:{k} = {float(v)!r}" for k, v in attrs.items())
-    return text.replace(schemas, f'{schemas}"PhysicsDriveAPI:{dof}", ').replace(body1, body1 + lines)
+    if schema is not None:
+        text = text.replace(schemas, f'{schemas}"{schema}", ')
+    return text.replace(body1, body1 + "".join(f"\n    {line}" for line in lines))
+
+
+def with_drive(text, dof, **attrs):
+    """tree_usda's text with a PhysicsDriveAPI on DOF dof of its root joint J0 (attrs: drive:dof:physics:*)."""
+    return on_root_joint(text, [f"float drive:{dof}:physics:{k} = {float(v)!r}" for k, v in attrs.items()],
+                         f"PhysicsDriveAPI:{dof}")
+
+
+# a velocity motor turning the root joint's middle angle at 120 deg/s
+ROTY_VELOCITY_MOTOR = (
+    'def MbdMotor "M" ( prepend apiSchemas = ["MbdTimeFunctionAPI"] ) {\n    rel mbd:joint = </J0>\n'
+    '    uniform token mbd:dof = "rotY"\n    uniform token mbd:mode = "velocity"\n'
+    '    uniform token mbd:function:type = "constant"\n    double mbd:function:value = 120\n}\n')
+
+
+def simulate_text(text, **kw):
+    """usdphys.simulate on a stage made from USD text, in this process (for recorded quantities)."""
+    import usdphys.usd  # noqa: F401  (the schemas registered before the stage is opened)
+    from pxr import Usd
+
+    from usdphys.simulate import simulate
+
+    stage = Usd.Stage.CreateInMemory()
+    assert stage.GetRootLayer().ImportFromString(text)
+    return simulate(stage, **kw)
 
 
 @pytest.mark.parametrize("dof", ["rotX", "rotZ"])
@@ -834,11 +854,7 @@ def test_a_velocity_motor_turns_the_middle_angle_past_the_sequence_lock():
     lock (t = 0.75 s) to (0.25, 0, 0.433). The motor compared its reference angle with the
     measurement, which cannot pass 90 deg, and the step stopped at t = 0.75 s. Every frame now
     holds the exact pose to the solver's tolerance (2.5e-13 m off at dt 1e-3 s; 1e-9 m asserted)."""
-    text = H.tree_usda([LOCK_SWING_ROD]) + (
-        'def MbdMotor "M" ( prepend apiSchemas = ["MbdTimeFunctionAPI"] ) {\n    rel mbd:joint = </J0>\n'
-        '    uniform token mbd:dof = "rotY"\n    uniform token mbd:mode = "velocity"\n'
-        '    uniform token mbd:function:type = "constant"\n    double mbd:function:value = 120\n}\n')
-    res = check_robust(text, duration=1.0)
+    res = check_robust(H.tree_usda([LOCK_SWING_ROD]) + ROTY_VELOCITY_MOTOR, duration=1.0)
     assert res is not None, "the motor past the lock must simulate"
     pos = res[2][:, 0, 0]
     angle = np.radians(120.0) * np.arange(len(pos)) / 100.0  # frames at 100 per second
@@ -853,18 +869,8 @@ def test_recorded_angles_of_a_three_rotation_joint_follow_the_swing_past_the_seq
     took each frame's angle nearest its prediction modulo 2 pi: past the lock rotX and rotZ read
     180 deg and rotY turned back at 90 deg (84, 72, 60 deg at 0.8, 0.9, 1 s, rate -120 deg/s).
     Measured: 2e-12 deg off, rates 4e-5 deg/s (the frames' central velocities)."""
-    import usdphys.usd  # noqa: F401  (the schemas registered before the stage is opened)
-    from pxr import Usd
-
-    from usdphys.simulate import simulate
-
     lk = dataclasses.replace(LOCK_SWING_ROD, limits={4: (-170.0, 170.0)})
-    st = Usd.Stage.CreateInMemory()
-    assert st.GetRootLayer().ImportFromString(H.tree_usda([lk]) + (
-        'def MbdMotor "M" ( prepend apiSchemas = ["MbdTimeFunctionAPI"] ) {\n    rel mbd:joint = </J0>\n'
-        '    uniform token mbd:dof = "rotY"\n    uniform token mbd:mode = "velocity"\n'
-        '    uniform token mbd:function:type = "constant"\n    double mbd:function:value = 120\n}\n'))
-    r = simulate(st, duration=1.0, dt=1e-3, fps=100, record="joints")
+    r = simulate_text(H.tree_usda([lk]) + ROTY_VELOCITY_MOTOR, duration=1.0, dt=1e-3, fps=100, record="joints")
     t = np.arange(101) / 100.0
     assert np.max(np.abs(r.channel("/J0", "coordinate:rotY")[:, 0] - 120.0 * t)) < 1e-9
     assert np.max(np.abs(r.channel("/J0", "rate:rotY")[1:, 0] - 120.0)) < 1e-3
@@ -880,16 +886,9 @@ def test_recorded_middle_angle_follows_swings_back_and_forth_through_the_lock_at
     the branch from the reading nearest an extrapolation of the last frames (this stop's first
     version) was 146 deg off at such frames; the branch is the first angle's, followed modulo pi
     as the solver does: 3e-14 deg, so 1e-9."""
-    import usdphys.usd  # noqa: F401  (the schemas registered before the stage is opened)
-    from pxr import Usd
-
-    from usdphys.simulate import simulate
-
     lk = dataclasses.replace(LOCK_SWING_ROD, limits={4: (-170.0, 170.0)})
-    st = Usd.Stage.CreateInMemory()
-    assert st.GetRootLayer().ImportFromString(
-        with_drive(H.tree_usda([lk]), "rotY", stiffness=0.5, damping=0.001, targetPosition=80.0))
-    r = simulate(st, duration=3.0, dt=1e-3, fps=10, record="joints")
+    r = simulate_text(with_drive(H.tree_usda([lk]), "rotY", stiffness=0.5, damping=0.001, targetPosition=80.0),
+                      duration=3.0, dt=1e-3, fps=10, record="joints")
     rot_y = r.channel("/J0", "coordinate:rotY")[:, 0]
     p = r.positions[:, 0, 0]  # the rod's centre, 0.5 m out along (-cos q, 0, sin q)
     from_pose = np.degrees(np.unwrap(np.arctan2(p[:, 2], -p[:, 0])))
@@ -906,10 +905,8 @@ def test_a_damper_on_the_middle_angle_swings_through_the_sequence_lock():
     angle itself: 5.5e-7 and 1.4e-7 m (second order), so 2e-6 m. Reference: MuJoCo's three
     hinges, the middle one damped alike (RK4 at 1e-4 s; 5e-5 s agrees to 1e-9 m)."""
     lk = LOCK_SWING_ROD
-    schemas = 'def PhysicsJoint "J0" ( prepend apiSchemas = ['
-    body1 = "rel physics:body1 = </L0>"
-    text = H.tree_usda([lk]).replace(schemas, f'{schemas}"NewtonJointAPI", ').replace(
-        body1, body1 + '\n    uniform token[] newton:dofs = ["rotY"]\n    uniform float[] newton:viscousDamping = [0.002]')
+    text = on_root_joint(H.tree_usda([lk]), ['uniform token[] newton:dofs = ["rotY"]',
+                                             "uniform float[] newton:viscousDamping = [0.002]"], "NewtonJointAPI")
     res = check_robust(text, duration=1.0)
     assert res is not None, "the damped swing through the lock must simulate"
     ref = H.mujoco_hinge_positions(lk, 1.0, 1e-4, 1, joint_attrs=f'damping="{0.002 * 180.0 / math.pi!r}"')
@@ -928,9 +925,8 @@ def test_a_soft_limit_on_the_middle_angle_acts_past_the_sequence_lock():
     for free in ((False, True, False, True, True, True), (False, True, False, False, True, False)):
         lk = H.Link(-1, "d6", free=free, axis=0, length=1.0, radius=0.02, rot=(0.0, 0.0, 1.0, 0.0),
                     jrot=(0.0, 0.0, 1.0, 0.0), limits={4: (-120.0, 30.0)})
-        body1 = "rel physics:body1 = </L0>"
-        text = H.tree_usda([lk]).replace(
-            body1, body1 + "\n    float newton:limitStiffness = 0.5\n    float newton:limitDamping = 0.01")
+        text = on_root_joint(H.tree_usda([lk]), ["float newton:limitStiffness = 0.5",
+                                                 "float newton:limitDamping = 0.01"])
         res = check_robust(text, duration=1.0)
         assert res is not None, "the soft limit past the lock must simulate"
         runs.append(res[2][:, 0, 0])
