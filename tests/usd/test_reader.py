@@ -218,3 +218,49 @@ def test_kinematic_body_without_mass_is_not_warned_but_dynamic_is(caplog):
         read_stage(stage)
     assert "/ground" not in caplog.text
     assert "/free" in caplog.text and "no physics:mass" in caplog.text
+
+
+def test_spherical_cone_limits_become_one_swing_row(caplog):
+    """coneAngle0Limit / coneAngle1Limit (deg, about the joint's axis) -> Model.joint_cone (rad);
+    the row holds the smaller semi-angle, its ratio the smaller over the larger (axis + 3 when
+    the smaller is the second). UsdPhysics limits the cone only when both angles are >= 0: one
+    alone is named in a warning and the joint swings freely."""
+    from usdphys.types.enums import RowKind, RowMode
+
+    stage = new_stage()
+    body(stage, "/b", mass=1.0, inertia=(1, 1, 1))
+    j = UsdPhysics.SphericalJoint.Define(stage, "/j")
+    j.CreateBody1Rel().SetTargets(["/b"])
+    j.CreateAxisAttr("Y")
+    j.CreateConeAngle0LimitAttr(60.0)
+    j.CreateConeAngle1LimitAttr(20.0)
+    model, _ = read_stage(stage)
+    assert model.joint_cone_axis[0] == 1
+    np.testing.assert_allclose(model.joint_cone[0], np.radians([60.0, 20.0]))
+    rows = model.constraint_rows()
+    swing = np.flatnonzero(rows.kind == RowKind.SWING)
+    assert swing.size == 1 and rows.axis[swing[0]] == 1 + 3 and rows.mode[swing[0]] == RowMode.UPPER
+    assert rows.value[swing[0]] == pytest.approx(math.radians(20.0))
+    assert rows.ratio[swing[0]] == pytest.approx(20.0 / 60.0)
+    j.CreateConeAngle1LimitAttr(-1.0)
+    with caplog.at_level(logging.WARNING, logger="usdphys"):
+        model, _ = read_stage(stage)
+    assert "/j" in caplog.text and "physics:coneAngle0Limit is authored but physics:coneAngle1Limit" in caplog.text
+    assert np.all(np.isinf(model.joint_cone[0]))
+    assert not np.any(model.constraint_rows().kind == RowKind.SWING)
+
+
+@pytest.mark.parametrize("cone, rows", [
+    ((0.5, 1.0), [("SWING", 2, 0.5, 0.5)]),
+    ((1.0, 0.5), [("SWING", 2 + 3, 0.5, 0.5)]),
+    ((0.0, 1.0), [("PERP", 3 * 0 + 2, 0.0, 0.0), ("SWING", 2 + 3, 1.0, 0.0)]),  # flat towards e0[0]
+    ((1.0, 0.0), [("PERP", 3 * 1 + 2, 0.0, 0.0), ("SWING", 2, 1.0, 0.0)]),
+    ((0.0, 0.0), [("PERP", 3 * 0 + 2, 0.0, 0.0), ("PERP", 3 * 1 + 2, 0.0, 0.0)]),
+    ((math.pi, 4.0), []),  # no swing reaches 180 deg past the bound
+])
+def test_cone_rows(cone, rows):
+    from usdphys.types.enums import RowKind
+    from usdphys.types.model import cone_rows
+
+    got = [(RowKind(k).name, ax, v, r) for k, ax, _, v, r in cone_rows(2, *cone)]
+    assert got == [(k, ax, pytest.approx(v), pytest.approx(r)) for k, ax, v, r in rows]

@@ -574,7 +574,7 @@ class Solver:
         off = np.max(np.abs(held - value[None, :]), axis=0)
         for k in np.flatnonzero(off > ASSEMBLY_WARN):
             i = int(limit[k])
-            angular = int(rows.kind[i]) == RowKind.TWIST
+            angular = int(rows.kind[i]) in (RowKind.TWIST, RowKind.SWING)
             amount = f"{np.degrees(off[k]):.4g} deg" if angular else f"{off[k]:.4g} m"
             bound = f"{np.degrees(value[k]):.6g} deg" if angular else f"{value[k]:.6g} m"
             side = "lower" if mode[i] == RowMode.LOWER else "upper"

@@ -19,6 +19,7 @@ ROW_DIST = wp.constant(int(RowKind.DIST))
 ROW_LIN1 = wp.constant(int(RowKind.LIN1))
 ROW_POINT = wp.constant(int(RowKind.POINT))
 ROW_CROSS = wp.constant(int(RowKind.CROSS))
+ROW_SWING = wp.constant(int(RowKind.SWING))
 MODE_EQUAL = wp.constant(int(RowMode.EQUAL))
 MODE_LOWER = wp.constant(int(RowMode.LOWER))
 MODE_UPPER = wp.constant(int(RowMode.UPPER))
@@ -159,6 +160,55 @@ def plane_angle(Q: wp.quatd, v: wp.vec3d, i: int, j: int) -> wp.float64:
 
 
 @wp.func
+def swing_angle(axis: int, Q0: wp.quatd, Q1: wp.quatd, ratio: wp.float64):
+    """A cone limit's measure and its angular Jacobian (for body 1; body 0's is its negative).
+
+    With a = axis % 3, the direction of e1[a] in frame 0 is (x, rho c, rho s) along e0[a],
+    e0[a+1], e0[a+2]: the swing theta = atan2(rho, x) from the cone's axis, tilted towards
+    e0[a+1] by c and towards e0[a+2] by s. The measure is theta sqrt((wc c)^2 + (ws s)^2), with
+    (wc, ws) = (1, ratio) for axis < 3 and (ratio, 1) for axis >= 3: on an ellipse of semi-angles
+    A and B (A towards e0[a+1]) it reads A on the boundary when ratio = A / B. Exact in the
+    angle (not a tangent or sine of it), so a cone up to 180 deg holds; undefined only where e1[a]
+    points along the axis (theta = 0, far inside any cone, taken as tilted towards e0[a+1]) or
+    against it (theta = 180 deg)."""
+    a = axis % 3
+    e0 = quat_axis(Q0, a)
+    ej = quat_axis(Q0, (a + 1) % 3)
+    ek = quat_axis(Q0, (a + 2) % 3)
+    v = quat_axis(Q1, a)
+    x = wp.dot(v, e0)
+    y = wp.dot(v, ej)
+    z = wp.dot(v, ek)
+    rho = wp.sqrt(y * y + z * z)
+    theta = wp.atan2(rho, x)
+    c = wp.float64(1.0)
+    s = wp.float64(0.0)
+    over = wp.float64(1.0)  # theta / rho, -> 1 as the swing vanishes
+    if rho > wp.float64(1.0e-300):
+        c = y / rho
+        s = z / rho
+        over = theta / rho
+    wc = wp.float64(1.0)
+    ws = ratio
+    if axis >= 3:
+        wc = ratio
+        ws = wp.float64(1.0)
+    F = wp.sqrt(wc * wc * c * c + ws * ws * s * s)
+    # gradient in frame 0 of theta F over the unit sphere: F grad(theta) + theta grad(F), with
+    # grad(theta) = (-rho, x c, x s) and grad(F) = D (0, s, -c) / rho, D = c s (wc^2 - ws^2) / F
+    D = wp.float64(0.0)
+    if F > wp.float64(0.0):
+        D = c * s * (wc * wc - ws * ws) / F
+    gx = -F * rho
+    gy = F * x * c + over * D * s
+    gz = F * x * s - over * D * c
+    # d/dt (theta F) = W . (v x grad) with W the relative angular velocity in frame 0
+    vy = rho * c
+    vz = rho * s
+    return theta * F, e0 * (vy * gz - vz * gy) + ej * (vz * gx - x * gz) + ek * (x * gy - vy * gx)
+
+
+@wp.func
 def row_frames(p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1: wp.quatd, x0: wp.vec3d, r0: wp.quatd, x1: wp.vec3d,
                r1: wp.quatd):
     """World frames (P0, Q0), (P1, Q1) of a row's frames (p0, q0) in body 0 at pose (x0, r0) and
@@ -172,8 +222,9 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
     """Value g of one constraint row and its velocity Jacobian.
 
     (x0, r0), (x1, r1): COM-frame poses of the two bodies (identity for the world);
-    (p0, q0), (p1, q1): the row's frames in those bodies; frac: where ROW_POINT's point sits
-    on the line from P0 (0) to P1 (1), unused by the other kinds. Returns
+    (p0, q0), (p1, q1): the row's frames in those bodies; frac: the row's shape parameter
+    (step.row_shape): where ROW_POINT's point sits on the line from P0 (0) to P1 (1), a
+    ROW_SWING cone's ratio, unused by the other kinds. Returns
     (g, jl0, ja0, jl1, ja1) with dg/dt = jl0.v0 + ja0.w0 + jl1.v1 + ja1.w1 (world frame).
     """
     P0, Q0, P1, Q1 = row_frames(p0, q0, p1, q1, x0, r0, x1, r1)
@@ -252,6 +303,9 @@ def eval_row_in(kind: int, axis: int, P0: wp.vec3d, Q0: wp.quatd, P1: wp.vec3d, 
         ja0 = wp.cross(P0 - x0, e) * a0
         jl1 = e * frac
         ja1 = wp.cross(P1 - x1, e) * frac
+    elif kind == ROW_SWING:  # frac: the cone's ratio (swing_angle)
+        g, ja1 = swing_angle(axis, Q0, Q1, frac)
+        ja0 = -ja1
     else:  # ROW_DIST
         d = P1 - P0
         L = wp.length(d)

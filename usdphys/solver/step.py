@@ -54,6 +54,7 @@ from usdphys.solver.mathx import (
     MODE_SOFT,
     MODE_UPPER,
     ROW_DIST,
+    ROW_SWING,
     ROW_TWIST,
     PI,
     TWO_PI,
@@ -165,7 +166,7 @@ class ModelData:
     # coupling rows (q_f + ratio q_l = value): the carrier row holding the leader's Jacobian, or
     # -1; the row's Jacobian is its own plus ratio times the carrier's
     row_partner: wp.array(dtype=wp.int32)
-    row_ratio: wp.array(dtype=wp.float64)
+    row_ratio: wp.array(dtype=wp.float64)  # coupling rows: the ratio; cone rows: the cone's (swing_angle)
     pat: RowPattern  # elimination order and sparse pattern of the row system's factor (ldl.py)
     row_p0: wp.array(dtype=wp.vec3d)
     row_q0: wp.array(dtype=wp.quatd)
@@ -309,9 +310,19 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
     """Row i of world w at the given body poses: value g and Jacobians (jl0, ja0, jl1, ja1)."""
     b0 = m.row_b0[i]
     b1 = m.row_b1[i]
-    return eval_row(m.row_kind[i], m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
+    kind = m.row_kind[i]
+    return eval_row(kind, m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
                     body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1),
-                    m.row_value[w, i])
+                    row_shape(m, w, i, kind))
+
+
+@wp.func
+def row_shape(m: ModelData, w: int, i: int, kind: int) -> wp.float64:
+    """Row i's shape parameter for eval_row: a cone's ratio (shared by the worlds), else the
+    row's value (a point row's place on its line)."""
+    if kind == ROW_SWING:
+        return m.row_ratio[i]
+    return m.row_value[w, i]
 
 
 @wp.func
@@ -625,7 +636,7 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
             x1 = body_pos(sc.pos1, w, b1)
             P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], x0,
                                         body_rot(sc.rot1, w, b0), x1, body_rot(sc.rot1, w, b1))
-        g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, m.row_value[w, i])
+        g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, row_shape(m, w, i, kind))
         r = wp.float64(0.0)
         err = wp.float64(-1.0)
         partner = m.row_partner[i]
@@ -664,7 +675,7 @@ def inequality_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: 
     P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], x0, body_rot(sc.rot1, w, b0),
                                 x1, body_rot(sc.rot1, w, b1))
     kind = m.row_kind[i]
-    g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, m.row_value[w, i])
+    g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, row_shape(m, w, i, kind))
     return limit_residual(m, es, w, i, kind, g, Q0, Q1)
 
 
@@ -1337,7 +1348,8 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             x1 = body_pos(st.pos, w, b1)
             P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], x0,
                                         body_rot(st.rot, w, b0), x1, body_rot(st.rot, w, b1))
-        g, jl0, ja0, jl1, ja1 = eval_row_in(m.row_kind[i], m.row_axis[i], P0, Q0, P1, Q1, x0, x1, m.row_value[w, i])
+        kind = m.row_kind[i]
+        g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, row_shape(m, w, i, kind))
         s = row_sign(m.row_mode[i])
         sc.g0[w, i] = g
         if m.row_kind[i] == ROW_TWIST:

@@ -35,7 +35,8 @@ DOF_NAMES = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 ROW_LIN, ROW_PERP, ROW_TWIST, ROW_DIST, ROW_LIN1 = RowKind.LIN, RowKind.PERP, RowKind.TWIST, RowKind.DIST, RowKind.LIN1
 ROW_CROSS = RowKind.CROSS
 ROW_POINT = RowKind.POINT
-ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1", "point", "cross")
+ROW_SWING = RowKind.SWING
+ROW_KIND_NAMES = ("linear", "perpendicular", "twist", "distance", "linear1", "point", "cross", "swing")
 MODE_EQUAL, MODE_LOWER, MODE_UPPER, MODE_SOFT = RowMode.EQUAL, RowMode.LOWER, RowMode.UPPER, RowMode.SOFT
 MODE_LAW, MODE_FRICTION = RowMode.LAW, RowMode.FRICTION
 COMPOSITE_NONE = Composite.NONE
@@ -70,6 +71,7 @@ class RowTable:
     target_vel: np.ndarray
     max_force: np.ndarray
     accel: np.ndarray  # (R,) int
+    ratio: np.ndarray | None = None  # (R,) a cone row's ratio (mathx.swing_angle); None: all 0
 
     @property
     def count(self) -> int:
@@ -81,7 +83,7 @@ PER_JOINT_ARRAYS = ("joint_body0", "joint_body1", "joint_pos0", "joint_rot0", "j
                     "joint_locked", "joint_lower", "joint_upper", "joint_drive_stiffness", "joint_drive_damping",
                     "joint_drive_target_pos", "joint_drive_target_vel", "joint_drive_max_force", "joint_drive_accel",
                     "joint_dist_min", "joint_dist_max", "joint_is_distance", "joint_composite",
-                    "joint_composite_distance", "joint_anchor_offset")
+                    "joint_composite_distance", "joint_anchor_offset", "joint_cone_axis", "joint_cone")
 
 
 @dataclass
@@ -132,6 +134,11 @@ class Model:
     # (on the first) along e0[i+1], e1[i+2] and e0[i+1] x e1[i+2], constant as the joint moves
     # (all zero: one anchor)
     joint_anchor_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    # spherical joints' cone limits: e1[axis] stays within an elliptical cone about e0[axis] of
+    # semi-angles (towards e0[axis+1], towards e0[axis+2]) in rad (UsdPhysics coneAngle0Limit,
+    # coneAngle1Limit); inf: no cone
+    joint_cone_axis: np.ndarray = field(default_factory=lambda: np.zeros(0, int))
+    joint_cone: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
 
     # force elements, loads, motors, bushings, NewtonJointAPI (usdphys.types.elements.Elements, SI,
     # points in body PRIM frames); None: none. The solver turns them into rows / loads
@@ -194,7 +201,8 @@ class Model:
                   drive_stiffness=None, drive_damping=None, drive_target_pos=None,
                   drive_target_vel=None, drive_max_force=None, drive_accel=None,
                   dist_min=np.nan, dist_max=np.nan, is_distance=False, composite=COMPOSITE_NONE,
-                  composite_distance=0.0, anchor_offset=(0.0, 0.0, 0.0)) -> int:
+                  composite_distance=0.0, anchor_offset=(0.0, 0.0, 0.0), cone_axis=0,
+                  cone=(np.inf, np.inf)) -> int:
         """Append one joint; per-DOF arrays are length 6 (transX..rotZ), SI / radians."""
         def six(v, default):
             return np.full(6, default, float) if v is None else np.asarray(v, float).reshape(6)
@@ -224,6 +232,8 @@ class Model:
         self.joint_composite = cat([self.joint_composite, [int(composite)]]).astype(int)
         self.joint_composite_distance = cat([self.joint_composite_distance, [float(composite_distance)]])
         self.joint_anchor_offset = cat([self.joint_anchor_offset.reshape(-1, 3), [np.asarray(anchor_offset, float)]])
+        self.joint_cone_axis = cat([self.joint_cone_axis, [int(cone_axis)]]).astype(int)
+        self.joint_cone = cat([self.joint_cone.reshape(-1, 2), [np.asarray(cone, float)]])
         return self.joint_count - 1
 
     def replicate(self, worlds: int) -> "Model":
@@ -292,8 +302,8 @@ class Model:
             p0, q0 = self.frame_in_com(b0, self.joint_pos0[j], self.joint_rot0[j])
             p1, q1 = self.frame_in_com(b1, self.joint_pos1[j], self.joint_rot1[j])
 
-            def add(kind, axis, mode, value=0.0, k=0.0, c=0.0, tv=0.0, fmax=np.inf, accel=0):
-                rows.append((j, kind, axis, mode, value, b0, b1, p0, q0, p1, q1, k, c, tv, fmax, accel))
+            def add(kind, axis, mode, value=0.0, k=0.0, c=0.0, tv=0.0, fmax=np.inf, accel=0, ratio=0.0):
+                rows.append((j, kind, axis, mode, value, b0, b1, p0, q0, p1, q1, k, c, tv, fmax, accel, ratio))
 
             comp = int(self.joint_composite[j]) if j < len(self.joint_composite) else COMPOSITE_NONE
             if comp == COMPOSITE_REVOLUTE_SPHERICAL:
@@ -357,8 +367,11 @@ class Model:
                     add(kind, axis, MODE_SOFT, self.joint_drive_target_pos[j, d], k, c,
                         self.joint_drive_target_vel[j, d], self.joint_drive_max_force[j, d],
                         int(self.joint_drive_accel[j, d]))
+            if j < len(self.joint_cone):
+                for kind, axis, mode, value, ratio in cone_rows(int(self.joint_cone_axis[j]), *self.joint_cone[j]):
+                    add(kind, axis, mode, value, ratio=ratio)
         n = len(rows)
-        cols = list(zip(*rows)) if n else [[] for _ in range(16)]
+        cols = list(zip(*rows)) if n else [[] for _ in range(17)]
 
         def arr(i, dtype=float, shape=()):
             return np.asarray(cols[i], dtype=dtype).reshape((n,) + shape)
@@ -367,8 +380,33 @@ class Model:
             source=arr(0, np.int32), kind=arr(1, np.int32), axis=arr(2, np.int32), mode=arr(3, np.int32),
             value=arr(4), b0=arr(5, np.int32), b1=arr(6, np.int32), p0=arr(7, shape=(3,)),
             q0=arr(8, shape=(4,)), p1=arr(9, shape=(3,)), q1=arr(10, shape=(4,)), stiffness=arr(11),
-            damping=arr(12), target_vel=arr(13), max_force=arr(14), accel=arr(15, np.int32),
+            damping=arr(12), target_vel=arr(13), max_force=arr(14), accel=arr(15, np.int32), ratio=arr(16),
         )
+
+
+def cone_rows(a: int, toward_next: float, toward_second: float) -> list[tuple]:
+    """(kind, axis, mode, value, ratio) rows holding e1[a] within the elliptical cone about e0[a]
+    of semi-angles toward e0[a+1] and e0[a+2] (rad; inf: open). The swing row's value is the
+    smaller semi-angle, its ratio the smaller over the larger (axis a + 3 when the smaller is the
+    second: mathx.swing_angle). A semi-angle of 0 is a flat cone: a perpendicular row keeps e1[a]
+    out of that direction, and the swing row bounds the tilt the other way alone (ratio 0)."""
+    lo, hi = float(toward_next), float(toward_second)
+    if min(lo, hi) >= np.pi:  # the swing never exceeds 180 deg
+        return []
+    rows = []
+    if lo == 0.0:
+        rows.append((ROW_PERP, 3 * ((a + 1) % 3) + a, MODE_EQUAL, 0.0, 0.0))
+    if hi == 0.0:
+        rows.append((ROW_PERP, 3 * ((a + 2) % 3) + a, MODE_EQUAL, 0.0, 0.0))
+    if lo == 0.0 and hi == 0.0:
+        return rows
+    if lo == 0.0:
+        return rows + [(ROW_SWING, a + 3, MODE_UPPER, hi, 0.0)]
+    if hi == 0.0:
+        return rows + [(ROW_SWING, a, MODE_UPPER, lo, 0.0)]
+    if lo <= hi:
+        return rows + [(ROW_SWING, a, MODE_UPPER, lo, lo / hi)]
+    return rows + [(ROW_SWING, a + 3, MODE_UPPER, hi, hi / lo)]
 
 
 def dof_row(locked, d: int) -> tuple[int, int]:

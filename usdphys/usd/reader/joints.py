@@ -4,8 +4,9 @@ Each joint becomes locked DOFs, limits and drives in joint-frame coordinates (Tr
 order). usd-core's parser already resolves joint types, limits, drives and the two local
 frames; this module converts units and maps them onto the solver's row layout. Composite
 joints (MbdRevoluteSphericalJoint, MbdRevoluteTranslationalJoint) reach usd-core as generic
-joints and are recognised here by prim type. Cone limits and breakable joints are not
-simulated: named in a warning, never dropped silently.
+joints and are recognised here by prim type. A spherical joint's cone limits become one
+swing row (Model.joint_cone). Breakable joints are not simulated: named in a warning, never
+dropped silently.
 """
 from __future__ import annotations
 
@@ -180,6 +181,7 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
         return
     is_distance = False
     dmin = dmax = np.nan
+    cone_axis, cone = 0, (np.inf, np.inf)
     label = kind.replace("Joint", "").lower() or "generic"
     if kind == "FixedJoint":
         locked[:] = True
@@ -198,10 +200,14 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
         set_drive(dof, d.drive, "angular" if kind == "RevoluteJoint" else "linear")
     elif kind == "SphericalJoint":
         locked[:3] = True
-        cone0 = prim.GetAttribute(UsdPhysics.Tokens.physicsConeAngle0Limit).Get() if prim else None
-        cone1 = prim.GetAttribute(UsdPhysics.Tokens.physicsConeAngle1Limit).Get() if prim else None
-        if (cone0 is not None and cone0 >= 0) or (cone1 is not None and cone1 >= 0):
-            warner(path, "cone", "spherical cone limit is not simulated yet; the joint swings freely")
+        cone_axis = AXIS_INDEX[str(d.axis).split(".")[-1]]
+        if d.limit.enabled:  # usd-core: both cone angles >= 0
+            cone = (d.limit.lower * DEG, d.limit.upper * DEG)
+        elif d.limit.lower >= 0 or d.limit.upper >= 0:
+            given, other = ((0, 1) if d.limit.lower >= 0 else (1, 0))
+            warner(path, "cone", f"physics:coneAngle{given}Limit is authored but physics:coneAngle{other}Limit is "
+                                 "negative (open): UsdPhysics limits the cone only when both are >= 0; the joint "
+                                 "swings freely")
     elif kind == "DistanceJoint":
         is_distance = True
         if d.minEnabled and d.limit.lower >= 0:
@@ -240,6 +246,6 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
     model.add_joint(str(path), b0, b1, p0, r0, p1, r1, locked=locked, lower=lower, upper=upper, kind=label,
                     drive_stiffness=k, drive_damping=c, drive_target_pos=tp, drive_target_vel=tv,
                     drive_max_force=fmax, drive_accel=accel, dist_min=dmin, dist_max=dmax,
-                    is_distance=is_distance)
+                    is_distance=is_distance, cone_axis=cone_axis, cone=cone)
     for attr, name, dof, scale in sources:
         add_source(model, str(path), attr, name, (str(path),) if dof is None else (str(path), dof), scale)
