@@ -102,6 +102,7 @@ class Link:
     q0: float = 0.0  # revolute: initial joint angle (deg) = the offset of frame 1 about the axis
     omega: float = 0.0  # revolute root link: initial angular speed about the joint axis (deg/s)
     friction: float = 0.0  # revolute / prismatic: Coulomb friction effort (N m or N, NewtonJointAPI)
+    cone: tuple | None = None  # spherical: (coneAngle0Limit, coneAngle1Limit) in deg about the axis
 
 
 def inertia(link):
@@ -220,7 +221,10 @@ def tree_usda(links):
                 schemas = '"NewtonJointAPI"'
             out.append(_joint_usda(f"J{i}", typ, b0, f"L{i}", p0, r0, p1, r1, AX[ln.axis], extra, schemas))
         elif ln.kind == "spherical":
-            out.append(_joint_usda(f"J{i}", "PhysicsSphericalJoint", b0, f"L{i}", p0, r0, p1, r1, AX[ln.axis]))
+            if ln.cone is not None:
+                extra = (f"float physics:coneAngle0Limit = {fnum(ln.cone[0])}\n"
+                         f"    float physics:coneAngle1Limit = {fnum(ln.cone[1])}")
+            out.append(_joint_usda(f"J{i}", "PhysicsSphericalJoint", b0, f"L{i}", p0, r0, p1, r1, AX[ln.axis], extra))
         else:  # d6: generic PhysicsJoint, locked DOFs by low > high
             apis, lines = [], []
             for d, name in enumerate(DOF_NAMES):

@@ -2,7 +2,8 @@
 
 Properties
   (a) robustness: a run of any generated mechanism (trees of revolute / prismatic / spherical /
-      D6 joints, loops, thin rods, mass ratios to 1e3, random joint frames, limits of every kind)
+      D6 joints, loops, thin rods, mass ratios to 1e3, random joint frames, limits of every kind,
+      cone limits on spherical joints)
       completes with finite poses and joints held (max_constraint_error <= 1e-6), or raises
       UsdphysError with a one-line message. A hang (60 s), a crash, another exception, a
       non-finite pose or a silently unconverged step is a failure.
@@ -56,6 +57,7 @@ RATIOS = [1.0, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6]  # axial / transverse inertia (shri
 ANG_LIMITS = [(-170.0, 170.0), (-360.0, 360.0), (-179.0, 181.0), (10.0, 400.0), (-1e30, 1e30),
               (-90.0, math.inf), (-math.inf, 45.0), (-30.0, 30.0)]
 LIN_LIMITS = [(-0.1, 0.1), (0.2, 0.5), (-1e30, 1e30), (-0.05, math.inf)]
+CONES = [(30.0, 60.0), (45.0, 45.0), (0.0, 90.0), (120.0, 20.0), (10.0, 10.0)]  # deg: spherical cone limits
 def note(msg):
     try:
         _note(msg)
@@ -118,6 +120,8 @@ def links(draw, n_max=4, kinds=("revolute", "prismatic", "spherical", "d6"), wit
             for d in dofs:
                 if draw(st.booleans()):
                     ln.limits[d] = draw(st.sampled_from(ANG_LIMITS if d >= 3 else LIN_LIMITS))
+            if kind == "spherical" and draw(st.booleans()):
+                ln.cone = draw(st.sampled_from(CONES))
         if with_friction and kind in ("revolute", "prismatic"):
             # joint Coulomb friction from a hand's frictionloss (1e-3) to one that holds the link
             ln.friction = draw(st.sampled_from([0.0, 1e-3, 0.1, 1.0, 10.0]))
