@@ -338,10 +338,18 @@ def mujoco_positions(links, duration, timestep, rotation_limits=False, limit_tim
     n = int(round(duration / timestep))
     for _ in range(n):
         mujoco.mj_step(m, d)
-    bad = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQPOS)
-    if any(d.warning[int(w)].number > 0 for w in bad):
+    if mujoco_went_unstable(d):
         return None
     return np.array([d.xpos[m.body(f"L{i}").id] for i in range(len(links))])
+
+
+def mujoco_went_unstable(d):
+    """MuJoCo found its state non-finite or huge during the run (it then resets to qpos0 and
+    carries on: what follows is not a motion)."""
+    import mujoco
+
+    bad = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL, mujoco.mjtWarning.mjWARN_BADQPOS)
+    return any(d.warning[int(w)].number > 0 for w in bad)
 
 
 
