@@ -1352,7 +1352,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, row_shape(m, w, i, kind))
         s = row_sign(m.row_mode[i])
         sc.g0[w, i] = g
-        if m.row_kind[i] == ROW_TWIST:
+        if kind == ROW_TWIST:
             if assemble != 0:
                 es.qc[w, i] = start_turn(g, m.row_lo[w, i], m.row_hi[w, i])
                 if is_middle_twist(m, i) != 0:

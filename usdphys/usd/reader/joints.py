@@ -96,6 +96,11 @@ def _composite_distance(prim, model: Model, b0, p0, r0, b1, p1, r1, composite: i
     return float(np.dot(P1 - P0, quat_rotate(Q1, np.array([1.0, 0.0, 0.0]))))
 
 
+def _axis_index(desc) -> int:
+    """0, 1, 2 for a joint descriptor's axis token X, Y, Z."""
+    return AXIS_INDEX[str(desc.axis).split(".")[-1]]
+
+
 def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
     prim = stage.GetPrimAtPath(path)
     tname = str(prim.GetTypeName()) if prim else ""
@@ -186,7 +191,7 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
     if kind == "FixedJoint":
         locked[:] = True
     elif kind in ("RevoluteJoint", "PrismaticJoint"):
-        ax = AXIS_INDEX[str(d.axis).split(".")[-1]]
+        ax = _axis_index(d)
         if kind == "RevoluteJoint":
             locked[:3] = True
             locked[3:] = True
@@ -200,7 +205,7 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
         set_drive(dof, d.drive, "angular" if kind == "RevoluteJoint" else "linear")
     elif kind == "SphericalJoint":
         locked[:3] = True
-        cone_axis = AXIS_INDEX[str(d.axis).split(".")[-1]]
+        cone_axis = _axis_index(d)
         if d.limit.enabled:  # usd-core: both cone angles >= 0
             cone = (d.limit.lower * DEG, d.limit.upper * DEG)
         elif d.limit.lower >= 0 or d.limit.upper >= 0:
