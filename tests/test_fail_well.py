@@ -328,6 +328,13 @@ def test_bad_simulate_argument_is_one_line(tmp_path, args, expect_rc, named, cap
     assert named in err
 
 
+def test_bad_usdphys_device_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("USDPHYS_DEVICE", "gpu")
+    rc, out, err = run_main(["simulate", PENDULUM, "-o", tmp_path / "out.usda", "--duration", "0.01"], capsys)
+    assert_one_line_failure(rc, err, tmp_path, expect_rc=1, before=[])
+    assert "USDPHYS_DEVICE=gpu: expected cpu, cuda or cuda:N" in err
+
+
 # ---------------------------------------------------------------------------- fuzz findings
 def _pendulum_edit(tmp_path: Path, old: str, new: str) -> Path:
     text = PENDULUM.read_text()

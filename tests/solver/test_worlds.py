@@ -385,6 +385,7 @@ def test_default_device_is_the_cpu_unless_many_worlds_meet_a_gpu(monkeypatch):
     core: one GPU thread runs a world 12-18x slower than a CPU core (measured on an H200)."""
     from usdphys.solver import driver
 
+    monkeypatch.delenv(driver.DEVICE_ENV, raising=False)
     monkeypatch.setattr(driver, "cpu_cores", lambda: 2)
     monkeypatch.setattr(driver.wp, "get_cuda_device_count", lambda: 0)
     assert driver.default_device(10**6) == "cpu"  # no GPU: always the CPU
@@ -393,6 +394,28 @@ def test_default_device_is_the_cpu_unless_many_worlds_meet_a_gpu(monkeypatch):
     edge = 2 * driver.GPU_WORLDS_PER_CORE
     assert driver.default_device(1) == "cpu" and driver.default_device(edge - 1) == "cpu"
     assert driver.default_device(edge) == "cuda:0"
+
+
+def test_usdphys_device_names_the_device_of_runs_that_name_none(monkeypatch):
+    """USDPHYS_DEVICE sends every run that names no device to one device, in this process and the
+    processes it starts (the suite on a GPU machine); a value Warp cannot use is one error."""
+    from usdphys.solver import driver
+
+    monkeypatch.setattr(driver.wp, "get_cuda_device_count", lambda: 1)
+    monkeypatch.setenv(driver.DEVICE_ENV, "cuda:0")
+    assert driver.default_device(1) == "cuda:0"
+    monkeypatch.setenv(driver.DEVICE_ENV, " cpu ")
+    assert driver.default_device(10**6) == "cpu"
+    for bad in ("gpu", "cuda:x", "cuda:"):
+        monkeypatch.setenv(driver.DEVICE_ENV, bad)
+        with pytest.raises(UsdphysError, match=f"USDPHYS_DEVICE={bad}: expected cpu, cuda or cuda:N"):
+            driver.default_device(1)
+    monkeypatch.setattr(driver.wp, "get_cuda_device_count", lambda: 0)
+    monkeypatch.setenv(driver.DEVICE_ENV, "cuda")
+    with pytest.raises(UsdphysError, match="no CUDA device on this machine"):
+        driver.default_device(1)
+    monkeypatch.setenv(driver.DEVICE_ENV, "")  # empty: as if unset
+    assert driver.default_device(1) == "cpu"
 
 
 def test_a_solver_naming_no_device_asks_default_device_with_its_worlds(fourbar_model, monkeypatch):

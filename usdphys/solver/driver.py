@@ -97,10 +97,22 @@ def cpu_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+DEVICE_ENV = "USDPHYS_DEVICE"  # the device of every run that names none, where set (cpu, cuda, cuda:N)
+
+
 def default_device(worlds: int) -> str:
-    """The device for a run of `worlds` worlds that names none: Warp's preferred CUDA device when
-    there is one and the run has at least GPU_WORLDS_PER_CORE worlds per CPU core, else the CPU."""
+    """The device for a run of `worlds` worlds that names none: the one USDPHYS_DEVICE names where
+    it is set (for one process and every process it starts: the suite on a GPU machine), else
+    Warp's preferred CUDA device when there is one and the run has at least GPU_WORLDS_PER_CORE
+    worlds per CPU core, else the CPU."""
     init_warp()
+    forced = os.environ.get(DEVICE_ENV, "").strip()
+    if forced:
+        if forced != "cpu" and forced != "cuda" and not (forced.startswith("cuda:") and forced[5:].isdigit()):
+            raise UsdphysError(f"{DEVICE_ENV}={forced}: expected cpu, cuda or cuda:N")
+        if forced != "cpu" and wp.get_cuda_device_count() == 0:
+            raise UsdphysError(f"{DEVICE_ENV}={forced}: no CUDA device on this machine; unset it or set cpu")
+        return forced
     if wp.get_cuda_device_count() == 0 or worlds < GPU_WORLDS_PER_CORE * cpu_cores():
         return "cpu"
     return str(wp.get_preferred_device())
