@@ -267,3 +267,28 @@ def test_an_elliptical_cone_holds_and_acts_only_at_its_boundary(a, cone, q, w, r
     assert np.max(np.abs(runs[0][2][before, 0, 0] - runs[1][2][before, 0, 0]), initial=0.0) <= 1e-9
     if out.size:
         assert np.max(held) >= 1.0 - 1e-6, "a motion that leaves the cone unlimited must reach its boundary"
+
+
+def test_cone_angles_overridden_per_world_equal_authored_stages():
+    """physics:coneAngle0Limit / coneAngle1Limit are per-world parameters through their stage
+    attributes (degrees, as authored): three worlds with their own cones run as three stages with
+    those cones authored. The values are exact in float32, so both paths convert the same numbers
+    (a degree times pi / 180 either way): bit for bit."""
+    import usdphys.usd  # noqa: F401  (registers the schemas before the first stage)
+    from pxr import Usd
+
+    from usdphys.simulate import simulate
+
+    def stage(cone):
+        st = Usd.Stage.CreateInMemory()
+        assert st.GetRootLayer().ImportFromString(cone_stage(frame0_with(2), cone, axis=2, omega=(150.0, 250.0, 0.0)))
+        return st
+
+    first, second = [30.0, 45.0, 20.0], [60.0, 45.0, 35.0]
+    res = simulate(stage((40.0, 40.0)), worlds=3, duration=0.5, dt=1e-3, fps=100,
+                   overrides={"/J0.physics:coneAngle0Limit": first, "/J0.physics:coneAngle1Limit": second})
+    for w in range(3):
+        one = simulate(stage((first[w], second[w])), duration=0.5, dt=1e-3, fps=100)
+        np.testing.assert_array_equal(res.positions[:, w], one.positions[:, 0])
+        np.testing.assert_array_equal(res.orientations[:, w], one.orientations[:, 0])
+    assert np.ptp(res.positions[-1, :, 0, 0]) > 1e-3  # the cones differ where the rod went

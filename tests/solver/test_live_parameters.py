@@ -274,13 +274,13 @@ def test_a_template_whose_cells_are_not_plain_copies_is_not_used(monkeypatch):
     one by one, and their columns are still those of the world-by-world build."""
     from usdphys.solver import io
 
-    ranges = io.twist_limit_ranges
+    ranges = io.limit_ranges
 
     def doubled(model, rows):
         lo, hi = ranges(model, rows)
         return lo, 2.0 * hi
 
-    monkeypatch.setattr(io, "twist_limit_ranges", doubled)
+    monkeypatch.setattr(io, "limit_ranges", doubled)
     model = driven_pendulum(k=1.0, c=0.1, upper=1.0).replicate(8)
     model.set_parameter("joint.upper", np.linspace(0.5, 1.5, 8), index=("/pivot", 4))
     solver = Solver(model, "cpu", threads=1)
@@ -437,3 +437,107 @@ def test_limits_rewritten_in_place_equal_a_model_built_with_them(layout, start):
     np.testing.assert_array_equal(live.rot, ref.rot)
     assert np.max(swing_angle(live.pos[:, 2, 0])) <= math.radians(42.0) + 1e-9  # world 2's stop holds
     assert np.max(swing_angle(live.pos[:, 4, 0])) > math.radians(39.0)  # released at 40 deg, free or far
+
+
+# ---------------------------------------------------------------------------- cone limits per world
+def ball_pendulum(cone, spin=(3.5, 3.5, 0.0)):
+    """A 1 kg bob 1 m below a ball joint whose cone (semi-angles towards x and y, rad) bounds the
+    tilt of the body's z axis from the vertical; started at the bottom with angular velocity
+    `spin`, which swings it 104 deg out where nothing stops it, 68 deg in the plane a flat cone
+    leaves (energy: 1 - cos theta = |spin|^2 / (2 g))."""
+    model = Model()
+    model.gravity = np.array([0.0, 0.0, -9.81])
+    lin = np.cross(spin, [0.0, 0.0, -1.0])  # the bob's velocity about the pivot
+    b = model.add_body("/bob", 1.0, [0.01, 0.01, 0.01], pos=[0.0, 0.0, -1.0], lin_vel=lin, ang_vel=spin)
+    model.add_joint("/ball", -1, b, pos1=[0.0, 0.0, 1.0], locked=[True] * 3 + [False] * 3, cone_axis=2, cone=cone)
+    return model
+
+
+def cone_measure(rot, cone):
+    """Where the body's z axis is against each world's elliptical cone: 1 on its boundary
+    (theta sqrt((c / A)^2 + (s / B)^2), theta the tilt, (c, s) its direction in x, y; inf: open;
+    a flat side (0) counts nothing here), and theta |c|, theta |s|: the tilt towards x and y,
+    which a flat side holds at 0. rot (frames, W, 4) xyzw, cone (W, 2)."""
+    x, y, z, w = (rot[..., k] for k in range(4))
+    v = np.stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)], axis=-1)
+    rho = np.hypot(v[..., 0], v[..., 1])
+    theta = np.arctan2(rho, v[..., 2])
+    c, s = v[..., 0] / np.maximum(rho, 1e-300), v[..., 1] / np.maximum(rho, 1e-300)
+    wa, wb = (np.where(cone[None, :, k] == 0.0, 0.0, 1.0 / np.where(cone[None, :, k] == 0.0, 1.0, cone[None, :, k]))
+              for k in (0, 1))
+    return theta * np.hypot(c * wa, s * wb), theta * np.abs(c), theta * np.abs(s)
+
+
+CONE_SHAPES = ("elliptic", "circular", "flat first", "flat second", "one side open")
+
+
+def world_cones(shape, rng, worlds):
+    """(worlds, 2) cone semi-angles of one class (model.cone_rows: which is 0 and which the smaller
+    stay as they are in world 0): 0.2-0.9 rad, where the bob's ~60 deg swing meets them."""
+    u = np.sort(rng.uniform(0.2, 0.9, (worlds, 2)), axis=1)
+    if shape == "elliptic":
+        return u if rng.random() < 0.5 else u[:, ::-1].copy()
+    if shape == "circular":  # world 0 circular, the others any cone whose first angle is the smaller
+        u[0, 1] = u[0, 0]
+        return u
+    if shape == "flat first":
+        u[:, 0] = 0.0
+    elif shape == "flat second":
+        u[:, 1] = 0.0
+    else:
+        u[:, 1] = np.inf
+    return u
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(st.sampled_from(CONE_SHAPES), st.integers(0, 2**31 - 1))
+def test_cone_angles_per_world_hold_each_world_in_its_own_cone(shape, seed):
+    """Cone semi-angles set per world (`joint.cone`): the Solver's row columns equal a build of
+    every world bit for bit (filled from the class's template), so do the columns after new
+    values reach a running Solver, each world's bob stays inside its own cone and reaches it,
+    and a world runs bit for bit as a single-world model with its cone."""
+    rng = np.random.default_rng(seed)
+    cones = world_cones(shape, rng, 5)
+    model = ball_pendulum(tuple(cones[0])).replicate(5)
+    model.set_parameter("joint.cone", cones, index="/ball")
+    solver = Solver(model, "cpu", threads=1)
+    assert all(solver.dm.row_classes.templates), "a class was built world by world"
+    for column, values in exact_columns(model, solver).items():
+        np.testing.assert_array_equal(np.broadcast_to(solver.dm.row_columns[column], values.shape), values, column)
+    run = solver.run(1000, 1, 1e-3)  # every step a frame: the touch of the cone is seen
+    measure, towards_x, towards_y = cone_measure(run.rot[:, :, 0], cones)
+    assert np.all(measure <= 1.0 + 1e-9), np.max(measure, axis=0)
+    for tilt, side in ((towards_x, cones[:, 0]), (towards_y, cones[:, 1])):  # a flat side: no tilt that way
+        assert np.all(tilt[:, side == 0.0] <= 1e-9), np.max(tilt, axis=0)
+    assert np.all(np.max(measure, axis=0) >= 1.0 - 1e-6), np.max(measure, axis=0)  # each world met its cone
+    for w in (0, 4):
+        alone = Solver(ball_pendulum(tuple(cones[w])), "cpu", threads=1).run(1000, 1, 1e-3)
+        np.testing.assert_array_equal(alone.rot[:, 0], run.rot[:, w])
+    new = world_cones(shape, rng, 5)
+    new[0] = cones[0]  # world 0 keeps its class (circular: equal angles)
+    if shape == "elliptic" and (cones[0, 1] < cones[0, 0]) != (new[1, 1] < new[1, 0]):
+        new[1:] = new[1:, ::-1]
+    solver.set_parameter("joint.cone", new, index="/ball")
+    built = model.replicate(5)
+    built.set_parameter("joint.cone", new, index="/ball")
+    full = Solver(built, "cpu", threads=1)
+    for attr in ROW_ARRAYS:
+        np.testing.assert_array_equal(getattr(solver.m, attr).numpy(), getattr(full.m, attr).numpy(), err_msg=attr)
+
+
+@pytest.mark.parametrize("cone, world, refused", [
+    ((0.5, 0.5), (0.5, 0.3), "/ball"),  # the smaller angle would be the other one: another row
+    ((0.5, 0.3), (0.0, 0.3), "/ball"),  # flat: a perpendicular row more
+    ((0.5, 0.5), (3.2, 4.0), "/ball"),  # open (both past 180 deg): no row
+    ((np.inf, np.inf), (0.5, 0.5), "/ball"),  # a cone where the model has none
+    ((0.5, 0.5), (-0.1, 0.5), "parameter 'joint.cone': value -0.1 is not 0 or more"),
+    ((0.5, 0.5), (np.nan, 0.5), "parameter 'joint.cone': value nan is not 0 or more"),
+])
+def test_a_cone_that_would_change_its_rows_is_refused(cone, world, refused):
+    model = ball_pendulum(cone).replicate(3)
+    solver = Solver(model, "cpu", threads=1)
+    before = {a: getattr(solver.m, a).numpy().copy() for a in ROW_ARRAYS}
+    with pytest.raises(UsdphysError, match=refused):
+        solver.set_parameter("joint.cone", [cone, world, cone], index="/ball")
+    for a in ROW_ARRAYS:  # nothing changed
+        np.testing.assert_array_equal(getattr(solver.m, a).numpy(), before[a], err_msg=a)

@@ -11,6 +11,7 @@ import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists
 from pxr import Gf, Usd, UsdGeom, UsdPhysics
 
 from usdphys.errors import UsdphysError
+from usdphys.solver import io
 from usdphys.usd.reader import read_stage
 
 
@@ -241,7 +242,12 @@ def test_spherical_cone_limits_become_one_swing_row(caplog):
     swing = np.flatnonzero(rows.kind == RowKind.SWING)
     assert swing.size == 1 and rows.axis[swing[0]] == 1 + 3 and rows.mode[swing[0]] == RowMode.UPPER
     assert rows.value[swing[0]] == pytest.approx(math.radians(20.0))
-    assert rows.ratio[swing[0]] == pytest.approx(20.0 / 60.0)
+    # the kernel weighs the tilt by value / the other semi-angle (io.limit_ranges' upper column)
+    assert io.limit_ranges(model, rows)[1][swing[0]] == pytest.approx(math.radians(60.0))
+    # both angles are per-world parameters through their attributes (degrees as authored)
+    for k in (0, 1):
+        (target,) = model.param_sources[f"/j.physics:coneAngle{k}Limit"].targets
+        assert target[:2] == ("joint.cone", ("/j", k)) and target[2] == pytest.approx(math.pi / 180.0)
     j.CreateConeAngle1LimitAttr(-1.0)
     with caplog.at_level(logging.WARNING, logger="usdphys"):
         model, _ = read_stage(stage)
@@ -251,16 +257,19 @@ def test_spherical_cone_limits_become_one_swing_row(caplog):
 
 
 @pytest.mark.parametrize("cone, rows", [
-    ((0.5, 1.0), [("SWING", 2, 0.5, 0.5)]),
+    ((0.5, 1.0), [("SWING", 2, 0.5, 0.5)]),  # (kind, axis, value, ratio: value / swing_outer)
     ((1.0, 0.5), [("SWING", 2 + 3, 0.5, 0.5)]),
-    ((0.0, 1.0), [("PERP", 3 * 0 + 2, 0.0, 0.0), ("SWING", 2 + 3, 1.0, 0.0)]),  # flat towards e0[0]
-    ((1.0, 0.0), [("PERP", 3 * 1 + 2, 0.0, 0.0), ("SWING", 2, 1.0, 0.0)]),
-    ((0.0, 0.0), [("PERP", 3 * 0 + 2, 0.0, 0.0), ("PERP", 3 * 1 + 2, 0.0, 0.0)]),
+    ((0.7, 0.7), [("SWING", 2, 0.7, 1.0)]),
+    ((0.5, math.inf), [("SWING", 2, 0.5, 0.0)]),
+    ((0.0, 1.0), [("PERP", 3 * 0 + 2, 0.0, None), ("SWING", 2 + 3, 1.0, 0.0)]),  # flat towards e0[0]
+    ((1.0, 0.0), [("PERP", 3 * 1 + 2, 0.0, None), ("SWING", 2, 1.0, 0.0)]),
+    ((0.0, 0.0), [("PERP", 3 * 0 + 2, 0.0, None), ("PERP", 3 * 1 + 2, 0.0, None)]),
     ((math.pi, 4.0), []),  # no swing reaches 180 deg past the bound
 ])
 def test_cone_rows(cone, rows):
     from usdphys.types.enums import RowKind
-    from usdphys.types.model import cone_rows
+    from usdphys.types.model import cone_rows, swing_outer
 
-    got = [(RowKind(k).name, ax, v, r) for k, ax, _, v, r in cone_rows(2, *cone)]
-    assert got == [(k, ax, pytest.approx(v), pytest.approx(r)) for k, ax, v, r in rows]
+    got = [(RowKind(k).name, ax, v, v / swing_outer(ax, *cone) if k == RowKind.SWING else None)
+           for k, ax, _, v in cone_rows(2, *cone)]
+    assert got == [(k, ax, pytest.approx(v), r if r is None else pytest.approx(r)) for k, ax, v, r in rows]

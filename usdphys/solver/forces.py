@@ -363,8 +363,7 @@ class _Rows:
         for r in range(table.count):
             d = {c: getattr(table, c)[r] for c in _COLS}
             d.update(law=LAW_NONE, lawidx=-1, preload=0.0, fn=-1, motor=MOTOR_NONE, fstatic=0.0, fdynamic=0.0,
-                     couple=-1, moving=0, partner=-1, name=names[r],
-                     ratio=0.0 if table.ratio is None else float(table.ratio[r]))
+                     couple=-1, moving=0, partner=-1, name=names[r], ratio=0.0)
             self.items.append(d)
 
     def add(self, name, kind, axis, mode, b0, b1, p0, q0, p1, q1, value=0.0, k=0.0, c=0.0, tv=0.0, **extra) -> int:

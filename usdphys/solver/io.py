@@ -35,7 +35,7 @@ from usdphys.solver.row_values import Classes, class_keys, fill, probe_template,
 from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
-from usdphys.types.model import MODE_EQUAL, Model, RowTable
+from usdphys.types.model import MODE_EQUAL, Model, RowTable, swing_outer
 from usdphys.types.params import (ROW_PARAMETERS, base_values, check_world_parameters, parameter_view,
                                   structure_change_error, world_model)
 from usdphys.types.rowgraph import RowPattern, row_pattern
@@ -170,9 +170,10 @@ def lever_length(rows: RowTable) -> float:
     return float(np.clip(rms, 1e-3, 1e3)) if np.isfinite(rms) and rms > 0 else 1.0
 
 
-def twist_limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: the [lower, upper] range (rad) of the joint DOF a twist limit row bounds;
-    (-inf, inf) for every other row. The kernel starts the unwrapped coordinate inside it."""
+def limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: for a twist limit row the [lower, upper] range (rad) of the joint DOF it bounds
+    (the kernel starts the unwrapped coordinate inside it); for a cone's swing row (-inf, the
+    semi-angle it does not bound: its ratio's divisor, model.swing_outer); (-inf, inf) else."""
     n = rows.count
     lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
     kind, mode, src, axis = (np.asarray(a) for a in (rows.kind, rows.mode, rows.source, rows.axis))
@@ -182,6 +183,10 @@ def twist_limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
             d = 3 + int(axis[i]) % 3  # axis 3..8: the same DOF measured another way (model.dof_row)
             lo[i] = model.joint_lower[j, d]
             hi[i] = model.joint_upper[j, d]
+    for i in np.flatnonzero(kind == RowKind.SWING):
+        j = int(src[i])
+        if 0 <= j < model.joint_count:
+            hi[i] = swing_outer(int(axis[i]), *model.joint_cone[j])
     return lo, hi
 
 
@@ -239,7 +244,7 @@ def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templ
     classes (worlds that each have their own, e.g. a random pattern of zero frictions, would
     pay three builds a world for templates a later call may never use)."""
     names = varied_row_parameters(model)
-    lo, hi = twist_limit_ranges(model, rows)
+    lo, hi = limit_ranges(model, rows)
     base = {c: np.asarray(getattr(rows, c), float)[None] for c in _ROW_VALUE_COLUMNS}
     base.update({c: np.asarray(elements.extra[c], float)[None] for c in _EXTRA_VALUE_COLUMNS})
     base.update(lo=lo[None], hi=hi[None])
@@ -260,7 +265,8 @@ def per_world_rows(model: Model, rows: RowTable, elements, law_names=None, templ
         if template is None and (np.count_nonzero(group == g) > 2 or (probe_all and len(first) <= PROBED_CLASSES)):
             exact = _exact_rows(model, rows, elements, law_names, names, [int(w)])  # refuses a change of structure
             template = probe_template(model, int(w), names, {c: v[w] for c, v in exact.items()},
-                                      lambda probe: _exact_rows(probe, rows, elements, law_names, names)) or False
+                                      lambda probe: _exact_rows(probe, rows, elements, law_names, names),
+                                      rows=rows) or False
             templates[(names, joined[w].tobytes())] = template
         used[g] = template or None
     values = {n: parameter_view(model, n).reshape(W, -1) for n in names}
@@ -305,7 +311,7 @@ def _exact_rows(model: Model, rows: RowTable, elements, law_names, names, worlds
                         or any(er.extra[c][i] != elements.extra[c][i] for c in _EXTRA_STRUCTURE)]
                 what = elements.names[diff[0]] if diff else (elements.names[n] if n < R else er.names[n])
                 raise structure_change_error(what, ws[0], names)
-            wlo, whi = twist_limit_ranges(mw, t)
+            wlo, whi = limit_ranges(mw, t)
             for c in _ROW_VALUE_COLUMNS:
                 out[c][ws] = np.asarray(getattr(t, c), float)
             for c in _EXTRA_VALUE_COLUMNS:

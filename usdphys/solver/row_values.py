@@ -57,9 +57,10 @@ def class_keys(model, names) -> dict[str, np.ndarray]:
     the rows' structure can depend on it. The only conditions on these values in
     Model.constraint_rows and forces.build_element_rows: a limit or distance bound is finite
     (accepts 'bound': +-1 for +-inf, else 0), a gain, armature, damping or friction is positive
-    ('positive' / 'nonnegative': 1 above 0, 2 for inf), and a distance joint's minimum reaches
-    its maximum (DISTANCE_ORDER); a target, rest length or spring constant ('finite') has no
-    class."""
+    ('positive' / 'nonnegative': 1 above 0, 2 for inf), a distance joint's minimum reaches
+    its maximum (DISTANCE_ORDER), and for a cone ('angle', per joint) which semi-angle is 0,
+    which is the smaller and whether both reach 180 deg (model.cone_rows); a target, rest
+    length or spring constant ('finite') has no class."""
     W = model.world_count
     out = {}
     for name in names:
@@ -69,6 +70,9 @@ def class_keys(model, names) -> dict[str, np.ndarray]:
             out[name] = (v == np.inf).view(np.int8) - (v == -np.inf).view(np.int8)
         elif accepts in ("positive", "nonnegative"):
             out[name] = np.where(np.isinf(v), np.int8(2), (v > 0).view(np.int8))
+        elif accepts == "angle":
+            a, b = v.reshape(W, -1, 2)[..., 0], v.reshape(W, -1, 2)[..., 1]
+            out[name] = (8 * (np.minimum(a, b) >= np.pi) + 4 * (a == 0) + 2 * (b == 0) + (b < a)).astype(np.int8)
         else:
             out[name] = np.zeros((W, 0), np.int8)
     if any(n in names for n in _DISTANCE):
@@ -84,10 +88,11 @@ def same_classes(keys: dict, before: dict, names) -> bool:
     return all(n in before and np.array_equal(keys[n], before[n]) for n in names)
 
 
-def probe_template(model, w: int, names, columns: dict, full_build) -> Template | None:
+def probe_template(model, w: int, names, columns: dict, full_build, rows=None) -> Template | None:
     """The Template of world w's class, or None. columns: world w's value columns ((R,) each),
     built in full; full_build(probe) gives a model's columns ((Wv, R) each) as io.per_world_rows
-    does, raising UsdphysError where a world's rows differ in structure."""
+    does, raising UsdphysError where a world's rows differ in structure. rows: the row table
+    (its structure), which places a cone's cells (cone_cells) instead of a probe."""
     probe = world_model(model, w).replicate(2)
     values = {n: parameter(probe, n)[0] for n in names}
     total = sum(v.size for v in values.values())
@@ -99,6 +104,8 @@ def probe_template(model, w: int, names, columns: dict, full_build) -> Template 
         # target, a limit at 0) is moved off zero, as other worlds of the class may have it
         zero = (v == 0) & (PARAMETERS[name].accepts in ("finite", "bound"))
         moved = (np.where(zero, s, v * (1.0 + s)), np.where(zero, -0.5 * s, v * (1.0 - 0.5 * s)))
+        if PARAMETERS[name].accepts == "angle":  # its cells are known (cone_cells): not moved, so never found
+            moved = (v, v)
         # stored as set_parameter stores them, without its check: the values are the model's
         # own, moved within their classes, and NaN stays where a joint has no such value
         probe.world_parameters[name] = np.stack(moved)
@@ -122,9 +129,24 @@ def probe_template(model, w: int, names, columns: dict, full_build) -> Template 
             rows, entries = cells[name].setdefault(column, ([], []))
             rows.append(int(r))
             entries.append(e)
+    if "joint.cone" in names:
+        cells["joint.cone"] = cone_cells(rows, values["joint.cone"])
     return Template(columns=dict(columns),
                     cells={n: {c: (np.array(r, np.int64), np.array(e, np.int64)) for c, (r, e) in by.items()}
                            for n, by in cells.items()})
+
+
+def cone_cells(rows, cone: np.ndarray) -> dict:
+    """{column: (rows, entries)} of the cone semi-angles (J, 2) of a class of worlds: a swing row's
+    `value` is its joint's bounded semi-angle, its `hi` the other one (model.cone_rows, io.limit_ranges)
+    except where that is 0 (a flat cone, inf in every world of the class)."""
+    from usdphys.types.enums import RowKind
+
+    swing = np.flatnonzero(np.asarray(rows.kind) == RowKind.SWING)
+    joint, second = np.asarray(rows.source)[swing].astype(np.int64), np.asarray(rows.axis)[swing] >= 3
+    bound, other = 2 * joint + second, 2 * joint + ~second
+    has_other = cone.reshape(-1)[other] != 0
+    return {"value": (swing.astype(np.int64), bound), "hi": (swing[has_other].astype(np.int64), other[has_other])}
 
 
 def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:

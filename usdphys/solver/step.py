@@ -166,7 +166,7 @@ class ModelData:
     # coupling rows (q_f + ratio q_l = value): the carrier row holding the leader's Jacobian, or
     # -1; the row's Jacobian is its own plus ratio times the carrier's
     row_partner: wp.array(dtype=wp.int32)
-    row_ratio: wp.array(dtype=wp.float64)  # coupling rows: the ratio; cone rows: the cone's (swing_angle)
+    row_ratio: wp.array(dtype=wp.float64)  # coupling rows: the ratio
     pat: RowPattern  # elimination order and sparse pattern of the row system's factor (ldl.py)
     row_p0: wp.array(dtype=wp.vec3d)
     row_q0: wp.array(dtype=wp.quatd)
@@ -181,7 +181,8 @@ class ModelData:
     row_fmax: wp.array2d(dtype=wp.float64)
     row_accel: wp.array(dtype=wp.int32)
     # twist rows: the DOF's [lower, upper] (rad, +-inf when open), used once to pick the turn of
-    # the unwrapped joint coordinate at the start (inside the range when the pose allows)
+    # the unwrapped joint coordinate at the start (inside the range when the pose allows); cone
+    # (swing) rows: row_hi the semi-angle the row does not bound (model.swing_outer)
     row_lo: wp.array2d(dtype=wp.float64)
     row_hi: wp.array2d(dtype=wp.float64)
     geo_ang: wp.float64  # 1 / L^2: weight of angular DOFs in the mass-free rank test (factor_rows)
@@ -318,10 +319,10 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
 
 @wp.func
 def row_shape(m: ModelData, w: int, i: int, kind: int) -> wp.float64:
-    """Row i's shape parameter for eval_row: a cone's ratio (shared by the worlds), else the
-    row's value (a point row's place on its line)."""
+    """Row i's shape parameter for eval_row: a cone's ratio (its bound over the other
+    semi-angle, 0 for a flat cone's inf), else the row's value (a point row's place on its line)."""
     if kind == ROW_SWING:
-        return m.row_ratio[i]
+        return m.row_value[w, i] / m.row_hi[w, i]
     return m.row_value[w, i]
 
 

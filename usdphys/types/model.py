@@ -71,7 +71,6 @@ class RowTable:
     target_vel: np.ndarray
     max_force: np.ndarray
     accel: np.ndarray  # (R,) int
-    ratio: np.ndarray | None = None  # (R,) a cone row's ratio (mathx.swing_angle); None: all 0
 
     @property
     def count(self) -> int:
@@ -302,8 +301,8 @@ class Model:
             p0, q0 = self.frame_in_com(b0, self.joint_pos0[j], self.joint_rot0[j])
             p1, q1 = self.frame_in_com(b1, self.joint_pos1[j], self.joint_rot1[j])
 
-            def add(kind, axis, mode, value=0.0, k=0.0, c=0.0, tv=0.0, fmax=np.inf, accel=0, ratio=0.0):
-                rows.append((j, kind, axis, mode, value, b0, b1, p0, q0, p1, q1, k, c, tv, fmax, accel, ratio))
+            def add(kind, axis, mode, value=0.0, k=0.0, c=0.0, tv=0.0, fmax=np.inf, accel=0):
+                rows.append((j, kind, axis, mode, value, b0, b1, p0, q0, p1, q1, k, c, tv, fmax, accel))
 
             comp = int(self.joint_composite[j]) if j < len(self.joint_composite) else COMPOSITE_NONE
             if comp == COMPOSITE_REVOLUTE_SPHERICAL:
@@ -368,10 +367,10 @@ class Model:
                         self.joint_drive_target_vel[j, d], self.joint_drive_max_force[j, d],
                         int(self.joint_drive_accel[j, d]))
             if j < len(self.joint_cone):
-                for kind, axis, mode, value, ratio in cone_rows(int(self.joint_cone_axis[j]), *self.joint_cone[j]):
-                    add(kind, axis, mode, value, ratio=ratio)
+                for kind, axis, mode, value in cone_rows(int(self.joint_cone_axis[j]), *self.joint_cone[j]):
+                    add(kind, axis, mode, value)
         n = len(rows)
-        cols = list(zip(*rows)) if n else [[] for _ in range(17)]
+        cols = list(zip(*rows)) if n else [[] for _ in range(16)]
 
         def arr(i, dtype=float, shape=()):
             return np.asarray(cols[i], dtype=dtype).reshape((n,) + shape)
@@ -380,33 +379,36 @@ class Model:
             source=arr(0, np.int32), kind=arr(1, np.int32), axis=arr(2, np.int32), mode=arr(3, np.int32),
             value=arr(4), b0=arr(5, np.int32), b1=arr(6, np.int32), p0=arr(7, shape=(3,)),
             q0=arr(8, shape=(4,)), p1=arr(9, shape=(3,)), q1=arr(10, shape=(4,)), stiffness=arr(11),
-            damping=arr(12), target_vel=arr(13), max_force=arr(14), accel=arr(15, np.int32), ratio=arr(16),
+            damping=arr(12), target_vel=arr(13), max_force=arr(14), accel=arr(15, np.int32),
         )
 
 
 def cone_rows(a: int, toward_next: float, toward_second: float) -> list[tuple]:
-    """(kind, axis, mode, value, ratio) rows holding e1[a] within the elliptical cone about e0[a]
-    of semi-angles toward e0[a+1] and e0[a+2] (rad; inf: open). The swing row's value is the
-    smaller semi-angle, its ratio the smaller over the larger (axis a + 3 when the smaller is the
-    second: mathx.swing_angle). A semi-angle of 0 is a flat cone: a perpendicular row keeps e1[a]
-    out of that direction, and the swing row bounds the tilt the other way alone (ratio 0)."""
+    """(kind, axis, mode, value) rows holding e1[a] within the elliptical cone about e0[a] of
+    semi-angles toward e0[a+1] and e0[a+2] (rad; inf: open). The swing row's value is the smaller
+    semi-angle (axis a + 3 when that is the second); the kernel weighs the tilt towards the other
+    by value / swing_outer (mathx.swing_angle). A semi-angle of 0 is a flat cone: a perpendicular
+    row keeps e1[a] out of that direction, and the swing row bounds the tilt the other way alone."""
     lo, hi = float(toward_next), float(toward_second)
     if min(lo, hi) >= np.pi:  # the swing never exceeds 180 deg
         return []
     rows = []
     if lo == 0.0:
-        rows.append((ROW_PERP, 3 * ((a + 1) % 3) + a, MODE_EQUAL, 0.0, 0.0))
+        rows.append((ROW_PERP, 3 * ((a + 1) % 3) + a, MODE_EQUAL, 0.0))
     if hi == 0.0:
-        rows.append((ROW_PERP, 3 * ((a + 2) % 3) + a, MODE_EQUAL, 0.0, 0.0))
+        rows.append((ROW_PERP, 3 * ((a + 2) % 3) + a, MODE_EQUAL, 0.0))
     if lo == 0.0 and hi == 0.0:
         return rows
-    if lo == 0.0:
-        return rows + [(ROW_SWING, a + 3, MODE_UPPER, hi, 0.0)]
-    if hi == 0.0:
-        return rows + [(ROW_SWING, a, MODE_UPPER, lo, 0.0)]
-    if lo <= hi:
-        return rows + [(ROW_SWING, a, MODE_UPPER, lo, lo / hi)]
-    return rows + [(ROW_SWING, a + 3, MODE_UPPER, hi, hi / lo)]
+    if lo == 0.0 or (hi != 0.0 and hi < lo):
+        return rows + [(ROW_SWING, a + 3, MODE_UPPER, hi)]
+    return rows + [(ROW_SWING, a, MODE_UPPER, lo)]
+
+
+def swing_outer(axis: int, toward_next: float, toward_second: float) -> float:
+    """The semi-angle a swing row (cone_rows) does not bound, which its ratio divides: the other
+    one, or inf where that is 0 (a flat cone: the row bounds the tilt one way alone, ratio 0)."""
+    other = float(toward_second) if axis < 3 else float(toward_next)
+    return np.inf if other == 0.0 else other
 
 
 def dof_row(locked, d: int) -> tuple[int, int]:

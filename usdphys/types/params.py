@@ -43,7 +43,9 @@ class Parameter:
     entries: str  # "" (one value per world), "bodies", "joints", "spring_dampers", ..., "shapes"
     shape: tuple  # per entry
     unit: str
-    accepts: str  # "positive", "nonnegative", "unit" (0..1), "finite", "bound" (finite or +-inf, not NaN)
+    # "positive", "nonnegative", "unit" (0..1), "finite", "bound" (finite or +-inf, not NaN),
+    # "angle" (a semi-angle: 0 or more, inf: open)
+    accepts: str
     doc: str
 
 
@@ -64,6 +66,9 @@ PARAMETERS: dict[str, Parameter] = dict([
     _p("joint.drive_max_force", "joints", (6,), "N or N m", "positive", "drive force bound per DOF (inf: none)"),
     _p("joint.min_distance", "joints", (), "m", "bound", "distance joint minimum; only where the Model has one"),
     _p("joint.max_distance", "joints", (), "m", "bound", "distance joint maximum; only where the Model has one"),
+    _p("joint.cone", "joints", (2,), "rad", "angle",
+       "spherical joint cone semi-angles (coneAngle0Limit, coneAngle1Limit); only where the Model has a cone, "
+       "each keeping whether it is 0, which is the smaller and whether both reach 180 deg"),
     _p("spring.stiffness", "spring_dampers", (), "N/m", "finite", "MbdSpringDamper k (linear law only)"),
     _p("spring.damping", "spring_dampers", (), "N s/m", "finite", "MbdSpringDamper c (linear law only)"),
     _p("spring.rest_length", "spring_dampers", (), "m", "finite", "MbdSpringDamper rest length"),
@@ -114,7 +119,7 @@ _MODEL_FIELDS = {
     "joint.drive_stiffness": "joint_drive_stiffness", "joint.drive_damping": "joint_drive_damping",
     "joint.drive_target_pos": "joint_drive_target_pos", "joint.drive_target_vel": "joint_drive_target_vel",
     "joint.drive_max_force": "joint_drive_max_force", "joint.min_distance": "joint_dist_min",
-    "joint.max_distance": "joint_dist_max",
+    "joint.max_distance": "joint_dist_max", "joint.cone": "joint_cone",
 }
 _SHAPE_FIELDS = {"shape.static_friction": "static_friction", "shape.dynamic_friction": "dynamic_friction",
                  "shape.restitution": "restitution"}
@@ -215,13 +220,15 @@ def _check_values(name: str, spec: Parameter, values: np.ndarray) -> None:
             bad |= np.isinf(values)
     elif spec.accepts == "nonnegative":
         bad = ~np.isfinite(values) | (values < 0)
+    elif spec.accepts == "angle":
+        bad = ~(values >= 0)  # NaN too
     elif spec.accepts == "unit":
         bad = ~np.isfinite(values) | (values < 0) | (values > 1)
     else:
         bad = ~np.isfinite(values)
     if np.any(bad):
         v = float(values[bad].flat[0])  # 'inf', not numpy's 'np.float64(inf)'
-        what = "in [0, 1]" if spec.accepts == "unit" else spec.accepts
+        what = {"unit": "in [0, 1]", "angle": "0 or more (inf: open)"}.get(spec.accepts, spec.accepts)
         raise UsdphysError(f"parameter '{name}': value {v!r} is not {what} ({spec.unit})")
 
 

@@ -208,6 +208,7 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
         cone_axis = _axis_index(d)
         if d.limit.enabled:  # usd-core: both cone angles >= 0
             cone = (d.limit.lower * DEG, d.limit.upper * DEG)
+            sources += [("physics:coneAngle0Limit", "joint.cone", 0, DEG), ("physics:coneAngle1Limit", "joint.cone", 1, DEG)]
         elif d.limit.lower >= 0 or d.limit.upper >= 0:
             given, other = ((0, 1) if d.limit.lower >= 0 else (1, 0))
             warner(path, "cone", f"physics:coneAngle{given}Limit is authored but physics:coneAngle{other}Limit is "
