@@ -99,13 +99,15 @@ def probe_template(model, w: int, names, columns: dict, full_build, rows=None) -
     owner: dict[tuple, list] = {}
     start = 0
     for name, v in values.items():
+        if PARAMETERS[name].accepts == "angle":  # a cone's cells are known (cone_cells): not moved, not probed
+            probe.world_parameters[name] = np.stack((v, v))
+            start += v.size
+            continue
         s = 0.0625 * (start + 1.0 + np.arange(v.size)).reshape(v.shape) / (total + 1.0)
         # a factor per entry keeps its sign, zero and inf; a zero that is no class of its own (a
         # target, a limit at 0) is moved off zero, as other worlds of the class may have it
         zero = (v == 0) & (PARAMETERS[name].accepts in ("finite", "bound"))
         moved = (np.where(zero, s, v * (1.0 + s)), np.where(zero, -0.5 * s, v * (1.0 - 0.5 * s)))
-        if PARAMETERS[name].accepts == "angle":  # its cells are known (cone_cells): not moved, so never found
-            moved = (v, v)
         # stored as set_parameter stores them, without its check: the values are the model's
         # own, moved within their classes, and NaN stays where a joint has no such value
         probe.world_parameters[name] = np.stack(moved)
