@@ -90,6 +90,23 @@ def test_start_outside_a_limit_is_held_and_named(caplog):
     assert np.all(ang[inside:] <= 10.0 + 1e-7) and np.all(ang[inside:] >= -10.0 - 1e-7)
 
 
+def test_a_start_outside_is_judged_against_each_worlds_own_limit(caplog):
+    """Per-world limits: the bob starts at 30 deg; worlds whose own upper limit is above that
+    start inside (no warning, though the model's limit is 10 deg), the one whose limit is 20 deg
+    is named with its own bound and amount."""
+    model = hinge(-10.0, 10.0, theta0_deg=30.0).replicate(3)
+    model.set_parameter("joint.upper", [math.radians(a) for a in (60.0, 40.0, 10.0)], index=("/pivot", 4))
+    with caplog.at_level(logging.WARNING):
+        Solver(model, "cpu").run(1, 1, 1e-3)
+    named = [rec.getMessage() for rec in caplog.records if "outside its" in rec.getMessage()]
+    assert len(named) == 1 and "starts 20 deg outside its upper limit (10 deg) (world 2, the furthest out)" in named[0]
+    caplog.clear()
+    model.set_parameter("joint.upper", [math.radians(a) for a in (60.0, 40.0, 35.0)], index=("/pivot", 4))
+    with caplog.at_level(logging.WARNING):
+        Solver(model, "cpu").run(1, 1, 1e-3)
+    assert not [rec for rec in caplog.records if "outside its" in rec.getMessage()]
+
+
 def test_a_step_that_does_not_converge_is_reduced_then_stops_in_one_line():
     """A step that does not converge is retried down to dt/256, then the run stops with one line
     naming the time and the joint; it is never committed. The case: a 1 kg bob with inertia

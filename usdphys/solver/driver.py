@@ -582,16 +582,20 @@ class Solver:
         if limit.size == 0:
             return
         held = self.es.rval.numpy()[:, limit]  # (W, n): the bound each limit starts with
-        value = np.asarray(rows.value, float)[limit]
-        off = np.max(np.abs(held - value[None, :]), axis=0)
-        for k in np.flatnonzero(off > ASSEMBLY_WARN):
-            i = int(limit[k])
+        # each world's own bound (per-world limits and cones), not the model's
+        value = np.broadcast_to(np.asarray(self.dm.row_columns["value"], float), (self.W, self.R))[:, limit]
+        off_w = np.abs(held - value)
+        worst = np.argmax(off_w, axis=0)  # per limit, the world that starts furthest out
+        for k in np.flatnonzero(off_w[worst, np.arange(limit.size)] > ASSEMBLY_WARN):
+            i, w = int(limit[k]), int(worst[k])
+            off, bound = off_w[w, k], value[w, k]
             angular = int(rows.kind[i]) in (RowKind.TWIST, RowKind.SWING)
-            amount = f"{np.degrees(off[k]):.4g} deg" if angular else f"{off[k]:.4g} m"
-            bound = f"{np.degrees(value[k]):.6g} deg" if angular else f"{value[k]:.6g} m"
+            amount = f"{np.degrees(off):.4g} deg" if angular else f"{off:.4g} m"
+            bound = f"{np.degrees(bound):.6g} deg" if angular else f"{bound:.6g} m"
             side = "lower" if mode[i] == RowMode.LOWER else "upper"
-            warn(f"{self._row_source(i)}: starts {amount} outside its {side} limit ({bound}); the limit holds "
-                 "it where it starts (it cannot go further out and may move back in), nothing is moved at t = 0")
+            where = f" (world {w}, the furthest out)" if self.W > 1 else ""
+            warn(f"{self._row_source(i)}: starts {amount} outside its {side} limit ({bound}){where}; the limit "
+                 "holds it where it starts (it cannot go further out and may move back in), nothing is moved at t = 0")
 
     def _drop_assembled_overlaps(self) -> None:
         """Collider pairs of one jointed mechanism that interpenetrate once the assembly has put
