@@ -271,8 +271,8 @@ def test_an_elliptical_cone_holds_and_acts_only_at_its_boundary(a, cone, q, w, r
 
 def test_cone_angles_overridden_per_world_equal_authored_stages():
     """physics:coneAngle0Limit / coneAngle1Limit are per-world parameters through their stage
-    attributes (degrees, as authored): three worlds with their own cones run as three stages with
-    those cones authored. The values are exact in float32, so both paths convert the same numbers
+    attributes (degrees, as authored): three worlds with their own cones (the smaller side the
+    first, neither, the second) run as three stages with those cones authored. The values are exact in float32, so both paths convert the same numbers
     (a degree times pi / 180 either way): bit for bit."""
     import usdphys.usd  # noqa: F401  (registers the schemas before the first stage)
     from pxr import Usd
@@ -284,7 +284,7 @@ def test_cone_angles_overridden_per_world_equal_authored_stages():
         assert st.GetRootLayer().ImportFromString(cone_stage(frame0_with(2), cone, axis=2, omega=(150.0, 250.0, 0.0)))
         return st
 
-    first, second = [30.0, 45.0, 20.0], [60.0, 45.0, 35.0]
+    first, second = [30.0, 45.0, 40.0], [60.0, 45.0, 20.0]  # the smaller side first, neither, second
     res = simulate(stage((40.0, 40.0)), worlds=3, duration=0.5, dt=1e-3, fps=100,
                    overrides={"/J0.physics:coneAngle0Limit": first, "/J0.physics:coneAngle1Limit": second})
     for w in range(3):

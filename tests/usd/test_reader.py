@@ -240,10 +240,11 @@ def test_spherical_cone_limits_become_one_swing_row(caplog):
     np.testing.assert_allclose(model.joint_cone[0], np.radians([60.0, 20.0]))
     rows = model.constraint_rows()
     swing = np.flatnonzero(rows.kind == RowKind.SWING)
-    assert swing.size == 1 and rows.axis[swing[0]] == 1 + 3 and rows.mode[swing[0]] == RowMode.UPPER
+    assert swing.size == 1 and rows.axis[swing[0]] == 1 and rows.mode[swing[0]] == RowMode.UPPER
     assert rows.value[swing[0]] == pytest.approx(math.radians(20.0))
-    # the kernel weighs the tilt by value / the other semi-angle (io.limit_ranges' upper column)
-    assert io.limit_ranges(model, rows)[1][swing[0]] == pytest.approx(math.radians(60.0))
+    # the kernel weighs the tilt by the ratio of the two sides (io.limit_ranges' columns, per world)
+    lo, hi = io.limit_ranges(model, rows)
+    assert (lo[swing[0]], hi[swing[0]]) == pytest.approx(np.radians([60.0, 20.0]))
     # both angles are per-world parameters through their attributes (degrees as authored)
     for k in (0, 1):
         (target,) = model.param_sources[f"/j.physics:coneAngle{k}Limit"].targets
@@ -257,19 +258,19 @@ def test_spherical_cone_limits_become_one_swing_row(caplog):
 
 
 @pytest.mark.parametrize("cone, rows", [
-    ((0.5, 1.0), [("SWING", 2, 0.5, 0.5)]),  # (kind, axis, value, ratio: value / swing_outer)
-    ((1.0, 0.5), [("SWING", 2 + 3, 0.5, 0.5)]),
-    ((0.7, 0.7), [("SWING", 2, 0.7, 1.0)]),
-    ((0.5, math.inf), [("SWING", 2, 0.5, 0.0)]),
-    ((0.0, 1.0), [("PERP", 3 * 0 + 2, 0.0, None), ("SWING", 2 + 3, 1.0, 0.0)]),  # flat towards e0[0]
-    ((1.0, 0.0), [("PERP", 3 * 1 + 2, 0.0, None), ("SWING", 2, 1.0, 0.0)]),
+    ((0.5, 1.0), [("SWING", 2, 0.5, (0.5, 1.0))]),  # (kind, axis, value, the swing row's sides)
+    ((1.0, 0.5), [("SWING", 2, 0.5, (1.0, 0.5))]),  # the smaller side second: a value, not another row
+    ((0.7, 0.7), [("SWING", 2, 0.7, (0.7, 0.7))]),
+    ((0.5, math.inf), [("SWING", 2, 0.5, (0.5, math.inf))]),
+    ((0.0, 1.0), [("PERP", 3 * 0 + 2, 0.0, None), ("SWING", 2, 1.0, (math.inf, 1.0))]),  # flat towards e0[0]
+    ((1.0, 0.0), [("PERP", 3 * 1 + 2, 0.0, None), ("SWING", 2, 1.0, (1.0, math.inf))]),
     ((0.0, 0.0), [("PERP", 3 * 0 + 2, 0.0, None), ("PERP", 3 * 1 + 2, 0.0, None)]),
     ((math.pi, 4.0), []),  # no swing reaches 180 deg past the bound
 ])
 def test_cone_rows(cone, rows):
     from usdphys.types.enums import RowKind
-    from usdphys.types.model import cone_rows, swing_outer
+    from usdphys.types.model import cone_rows, swing_sides
 
-    got = [(RowKind(k).name, ax, v, v / swing_outer(ax, *cone) if k == RowKind.SWING else None)
+    got = [(RowKind(k).name, ax, v, swing_sides(*cone) if k == RowKind.SWING else None)
            for k, ax, _, v in cone_rows(2, *cone)]
-    assert got == [(k, ax, pytest.approx(v), r if r is None else pytest.approx(r)) for k, ax, v, r in rows]
+    assert got == [(k, ax, pytest.approx(v), r) for k, ax, v, r in rows]

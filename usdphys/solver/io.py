@@ -35,7 +35,7 @@ from usdphys.solver.row_values import Classes, class_keys, fill, probe_template,
 from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
-from usdphys.types.model import MODE_EQUAL, Model, RowTable, swing_outer
+from usdphys.types.model import MODE_EQUAL, Model, RowTable, swing_sides
 from usdphys.types.params import (ROW_PARAMETERS, base_values, check_world_parameters, parameter_view,
                                   structure_change_error, world_model)
 from usdphys.types.rowgraph import RowPattern, row_pattern
@@ -172,8 +172,8 @@ def lever_length(rows: RowTable) -> float:
 
 def limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
     """Per row: for a twist limit row the [lower, upper] range (rad) of the joint DOF it bounds
-    (the kernel starts the unwrapped coordinate inside it); for a cone's swing row (-inf, the
-    semi-angle it does not bound: its ratio's divisor, model.swing_outer); (-inf, inf) else."""
+    (the kernel starts the unwrapped coordinate inside it); for a cone's swing row its two
+    sides (model.swing_sides, whose ratio weighs the tilt: step.row_form); (-inf, inf) else."""
     n = rows.count
     lo, hi = np.full(n, -np.inf), np.full(n, np.inf)
     kind, mode, src, axis = (np.asarray(a) for a in (rows.kind, rows.mode, rows.source, rows.axis))
@@ -186,7 +186,7 @@ def limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
     for i in np.flatnonzero(kind == RowKind.SWING):
         j = int(src[i])
         if 0 <= j < model.joint_count:
-            hi[i] = swing_outer(int(axis[i]), *model.joint_cone[j])
+            lo[i], hi[i] = swing_sides(*model.joint_cone[j])
     return lo, hi
 
 

@@ -223,7 +223,7 @@ def eval_row(kind: int, axis: int, p0: wp.vec3d, q0: wp.quatd, p1: wp.vec3d, q1:
 
     (x0, r0), (x1, r1): COM-frame poses of the two bodies (identity for the world);
     (p0, q0), (p1, q1): the row's frames in those bodies; frac: the row's shape parameter
-    (step.row_shape): where ROW_POINT's point sits on the line from P0 (0) to P1 (1), a
+    (step.row_form): where ROW_POINT's point sits on the line from P0 (0) to P1 (1), a
     ROW_SWING cone's ratio, unused by the other kinds. Returns
     (g, jl0, ja0, jl1, ja1) with dg/dt = jl0.v0 + ja0.w0 + jl1.v1 + ja1.w1 (world frame).
     """

@@ -58,9 +58,10 @@ def class_keys(model, names) -> dict[str, np.ndarray]:
     Model.constraint_rows and forces.build_element_rows: a limit or distance bound is finite
     (accepts 'bound': +-1 for +-inf, else 0), a gain, armature, damping or friction is positive
     ('positive' / 'nonnegative': 1 above 0, 2 for inf), a distance joint's minimum reaches
-    its maximum (DISTANCE_ORDER), and for a cone ('angle', per joint) which semi-angle is 0,
-    which is the smaller and whether both reach 180 deg (model.cone_rows); a target, rest
-    length or spring constant ('finite') has no class."""
+    its maximum (DISTANCE_ORDER), and for a cone ('angle', per joint) which semi-angle is 0
+    and whether both reach 180 deg (model.cone_rows), and which is the smaller (not the rows,
+    but which entry the swing row's value copies); a target, rest length or spring constant
+    ('finite') has no class."""
     W = model.world_count
     out = {}
     for name in names:
@@ -72,7 +73,8 @@ def class_keys(model, names) -> dict[str, np.ndarray]:
             out[name] = np.where(np.isinf(v), np.int8(2), (v > 0).view(np.int8))
         elif accepts == "angle":
             a, b = v.reshape(W, -1, 2)[..., 0], v.reshape(W, -1, 2)[..., 1]
-            out[name] = (8 * (np.minimum(a, b) >= np.pi) + 4 * (a == 0) + 2 * (b == 0) + (b < a)).astype(np.int8)
+            smaller_second = np.where(b == 0, np.inf, b) < np.where(a == 0, np.inf, a)  # which entry is `value`
+            out[name] = (8 * (np.minimum(a, b) >= np.pi) + 4 * (a == 0) + 2 * (b == 0) + smaller_second).astype(np.int8)
         else:
             out[name] = np.zeros((W, 0), np.int8)
     if any(n in names for n in _DISTANCE):
@@ -139,16 +141,21 @@ def probe_template(model, w: int, names, columns: dict, full_build, rows=None) -
 
 
 def cone_cells(rows, cone: np.ndarray) -> dict:
-    """{column: (rows, entries)} of the cone semi-angles (J, 2) of a class of worlds: a swing row's
-    `value` is its joint's bounded semi-angle, its `hi` the other one (model.cone_rows, io.limit_ranges)
-    except where that is 0 (a flat cone, inf in every world of the class)."""
+    """{column: (rows, entries)} of the cone semi-angles (J, 2) of a class of worlds (the class
+    fixes which side is 0 and which the smaller): a swing row's `value` is its joint's smaller
+    side, its `lo` and `hi` the two sides (model.cone_rows, model.swing_sides), except a flat
+    side's (inf in every world of the class)."""
     from usdphys.types.enums import RowKind
 
     swing = np.flatnonzero(np.asarray(rows.kind) == RowKind.SWING)
-    joint, second = np.asarray(rows.source)[swing].astype(np.int64), np.asarray(rows.axis)[swing] >= 3
-    bound, other = 2 * joint + second, 2 * joint + ~second
-    has_other = cone.reshape(-1)[other] != 0
-    return {"value": (swing.astype(np.int64), bound), "hi": (swing[has_other].astype(np.int64), other[has_other])}
+    joint = np.asarray(rows.source)[swing].astype(np.int64)
+    sides = np.where(cone == 0.0, np.inf, cone)[joint]  # (n, 2)
+    bound = 2 * joint + (sides[:, 1] < sides[:, 0])  # the smaller side (the first on a tie, as min)
+    cells = {"value": (swing.astype(np.int64), bound)}
+    for column, k in (("lo", 0), ("hi", 1)):
+        kept = cone[joint, k] != 0.0
+        cells[column] = (swing[kept].astype(np.int64), 2 * joint[kept] + k)
+    return cells
 
 
 def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:

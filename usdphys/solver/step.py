@@ -182,7 +182,7 @@ class ModelData:
     row_accel: wp.array(dtype=wp.int32)
     # twist rows: the DOF's [lower, upper] (rad, +-inf when open), used once to pick the turn of
     # the unwrapped joint coordinate at the start (inside the range when the pose allows); cone
-    # (swing) rows: row_hi the semi-angle the row does not bound (model.swing_outer)
+    # (swing) rows: the cone's two sides (model.swing_sides; step.row_form)
     row_lo: wp.array2d(dtype=wp.float64)
     row_hi: wp.array2d(dtype=wp.float64)
     geo_ang: wp.float64  # 1 / L^2: weight of angular DOFs in the mass-free rank test (factor_rows)
@@ -312,18 +312,25 @@ def row_at(m: ModelData, i: int, pos: wp.array2d(dtype=wp.vec3d), rot: wp.array2
     b0 = m.row_b0[i]
     b1 = m.row_b1[i]
     kind = m.row_kind[i]
-    return eval_row(kind, m.row_axis[i], m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
-                    body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1),
-                    row_shape(m, w, i, kind))
+    axis, shape = row_form(m, w, i, kind)
+    return eval_row(kind, axis, m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i],
+                    body_pos(pos, w, b0), body_rot(rot, w, b0), body_pos(pos, w, b1), body_rot(rot, w, b1), shape)
 
 
 @wp.func
-def row_shape(m: ModelData, w: int, i: int, kind: int) -> wp.float64:
-    """Row i's shape parameter for eval_row: a cone's ratio (its bound over the other
-    semi-angle, 0 for a flat cone's inf), else the row's value (a point row's place on its line)."""
+def row_form(m: ModelData, w: int, i: int, kind: int):
+    """Row i's axis and shape parameter for eval_row. A cone's swing row (axis a) measures towards
+    its smaller side, axis a + 3 when that is the second (mathx.swing_angle), with the ratio of its
+    sides row_lo, row_hi (model.swing_sides: per world, so worlds may differ in which is the
+    smaller); any other row: its axis and value (a point row's place on its line)."""
+    axis = m.row_axis[i]
     if kind == ROW_SWING:
-        return m.row_value[w, i] / m.row_hi[w, i]
-    return m.row_value[w, i]
+        lo = m.row_lo[w, i]
+        hi = m.row_hi[w, i]
+        if hi < lo:
+            return axis + 3, hi / lo
+        return axis, lo / hi
+    return axis, m.row_value[w, i]
 
 
 @wp.func
@@ -637,7 +644,8 @@ def residuals(m: ModelData, es: ElementState, sc: Scratch, w: int, only_hard: in
             x1 = body_pos(sc.pos1, w, b1)
             P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], x0,
                                         body_rot(sc.rot1, w, b0), x1, body_rot(sc.rot1, w, b1))
-        g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, row_shape(m, w, i, kind))
+        axis, shape = row_form(m, w, i, kind)
+        g, jl0, ja0, jl1, ja1 = eval_row_in(kind, axis, P0, Q0, P1, Q1, x0, x1, shape)
         r = wp.float64(0.0)
         err = wp.float64(-1.0)
         partner = m.row_partner[i]
@@ -676,7 +684,8 @@ def inequality_residual(m: ModelData, es: ElementState, sc: Scratch, w: int, i: 
     P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], x0, body_rot(sc.rot1, w, b0),
                                 x1, body_rot(sc.rot1, w, b1))
     kind = m.row_kind[i]
-    g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, row_shape(m, w, i, kind))
+    axis, shape = row_form(m, w, i, kind)
+    g, jl0, ja0, jl1, ja1 = eval_row_in(kind, axis, P0, Q0, P1, Q1, x0, x1, shape)
     return limit_residual(m, es, w, i, kind, g, Q0, Q1)
 
 
@@ -1350,7 +1359,8 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             P0, Q0, P1, Q1 = row_frames(m.row_p0[i], m.row_q0[i], m.row_p1[i], m.row_q1[i], x0,
                                         body_rot(st.rot, w, b0), x1, body_rot(st.rot, w, b1))
         kind = m.row_kind[i]
-        g, jl0, ja0, jl1, ja1 = eval_row_in(kind, m.row_axis[i], P0, Q0, P1, Q1, x0, x1, row_shape(m, w, i, kind))
+        axis, shape = row_form(m, w, i, kind)
+        g, jl0, ja0, jl1, ja1 = eval_row_in(kind, axis, P0, Q0, P1, Q1, x0, x1, shape)
         s = row_sign(m.row_mode[i])
         sc.g0[w, i] = g
         if kind == ROW_TWIST:

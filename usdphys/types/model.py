@@ -385,10 +385,12 @@ class Model:
 
 def cone_rows(a: int, toward_next: float, toward_second: float) -> list[tuple]:
     """(kind, axis, mode, value) rows holding e1[a] within the elliptical cone about e0[a] of
-    semi-angles toward e0[a+1] and e0[a+2] (rad; inf: open). The swing row's value is the smaller
-    semi-angle (axis a + 3 when that is the second); the kernel weighs the tilt towards the other
-    by value / swing_outer (mathx.swing_angle). A semi-angle of 0 is a flat cone: a perpendicular
-    row keeps e1[a] out of that direction, and the swing row bounds the tilt the other way alone."""
+    semi-angles toward e0[a+1] and e0[a+2] (rad; inf: open). One swing row (axis a) bounds the
+    tilt by the smaller side (its value); the kernel weighs the tilt towards the other by the
+    ratio of the two sides (swing_sides, held per world: step.row_form, mathx.swing_angle), so
+    which side is the smaller is a value, not the row's structure. A semi-angle of 0 is a flat
+    cone: a perpendicular row keeps e1[a] out of that direction, and the swing row bounds the
+    tilt the other way alone."""
     lo, hi = float(toward_next), float(toward_second)
     if min(lo, hi) >= np.pi:  # the swing never exceeds 180 deg
         return []
@@ -399,16 +401,13 @@ def cone_rows(a: int, toward_next: float, toward_second: float) -> list[tuple]:
         rows.append((ROW_PERP, 3 * ((a + 2) % 3) + a, MODE_EQUAL, 0.0))
     if lo == 0.0 and hi == 0.0:
         return rows
-    if lo == 0.0 or (hi != 0.0 and hi < lo):
-        return rows + [(ROW_SWING, a + 3, MODE_UPPER, hi)]
-    return rows + [(ROW_SWING, a, MODE_UPPER, lo)]
+    return rows + [(ROW_SWING, a, MODE_UPPER, min(swing_sides(lo, hi)))]
 
 
-def swing_outer(axis: int, toward_next: float, toward_second: float) -> float:
-    """The semi-angle a swing row (cone_rows) does not bound, which its ratio divides: the other
-    one, or inf where that is 0 (a flat cone: the row bounds the tilt one way alone, ratio 0)."""
-    other = float(toward_second) if axis < 3 else float(toward_next)
-    return np.inf if other == 0.0 else other
+def swing_sides(toward_next: float, toward_second: float) -> tuple[float, float]:
+    """The two sides a swing row (cone_rows) weighs the tilt by: each semi-angle, inf for a flat
+    side (0: its perpendicular row holds it, and the swing row bounds the other way alone)."""
+    return tuple(np.inf if float(c) == 0.0 else float(c) for c in (toward_next, toward_second))
 
 
 def dof_row(locked, d: int) -> tuple[int, int]:

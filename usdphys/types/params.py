@@ -68,7 +68,7 @@ PARAMETERS: dict[str, Parameter] = dict([
     _p("joint.max_distance", "joints", (), "m", "bound", "distance joint maximum; only where the Model has one"),
     _p("joint.cone", "joints", (2,), "rad", "angle",
        "spherical joint cone semi-angles (coneAngle0Limit, coneAngle1Limit); only where the Model has a cone, "
-       "each keeping whether it is 0, which is the smaller and whether both reach 180 deg"),
+       "each side keeping whether it is 0, and the cone within 180 deg"),
     _p("spring.stiffness", "spring_dampers", (), "N/m", "finite", "MbdSpringDamper k (linear law only)"),
     _p("spring.damping", "spring_dampers", (), "N s/m", "finite", "MbdSpringDamper c (linear law only)"),
     _p("spring.rest_length", "spring_dampers", (), "m", "finite", "MbdSpringDamper rest length"),
