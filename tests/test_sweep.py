@@ -329,3 +329,32 @@ def test_a_terminated_cli_sweep_resumes_where_it_stopped(pendulum, tmp_path):
     rows = read_results(out / "results.csv")
     assert [r["variant"] for r in rows] == [str(i) for i in range(12)]
     assert [r for r in rows if r["hash"] in {d["hash"] for d in done}] == done  # kept as they were
+
+
+def test_a_variant_that_removes_a_row_runs_as_a_model_of_its_own(tmp_path, calls):
+    """A drive's stiffness swept through 0 (damping 0: the drive row goes) cannot be a world of
+    the stage's model, which has the row: that variant runs as its own model, with its override
+    authored, and every variant ends where the stage authored with its value ends, bit for bit."""
+    drive = ('    def PhysicsRevoluteJoint "hinge" (prepend apiSchemas = ["PhysicsDriveAPI:angular"]) {{\n'
+             '        float drive:angular:physics:stiffness = {k}\n        float drive:angular:physics:damping = 0\n'
+             '        float drive:angular:physics:targetPosition = 0\n')
+
+    def text(k):
+        return PENDULUM.replace('    def PhysicsRevoluteJoint "hinge" {\n', drive.format(k=k))
+
+    path = tmp_path / "driven.usda"
+    path.write_text(text(10.0))
+    key = "/World/hinge.drive:angular:physics:stiffness"
+    spec = {"run": {"duration": 0.3, "dt": 1e-3, "fps": 50}, "grid": {key: [0.0, 5.0, 10.0]}, "tasks": {"size": 3},
+            "metrics": [{"kind": "pose", "prim": "/World/bob"}]}
+    rows = read_results(sweep(path, spec, tmp_path / "out", workers=1).table)
+    assert [(r["status"], r["error"]) for r in rows] == [("ok", "")] * 3
+    assert calls == [3, 1, 1, 1, 1]  # the batch refused (world 0 loses its drive), then each alone, 0 as its model
+    for row in rows:
+        authored = tmp_path / f"k{row[key]}.usda"
+        authored.write_text(text(float(row[key])))
+        one = simulate_module.simulate(str(authored), duration=0.3, dt=1e-3, fps=50)
+        pose = [float(row[f"/World/bob.{q}.{c}" + (" [m]" if q == "position" else "")])
+                for q, comps in (("position", "xyz"), ("orientation", "xyzw")) for c in comps]
+        assert pose == one.positions[-1, 0, 0].tolist() + one.orientations[-1, 0, 0].tolist()
+    assert len({r["/World/bob.position.x [m]"] for r in rows}) == 3

@@ -192,17 +192,37 @@ def _run_task(task: Task, collect: _Collect) -> list[dict]:
 def _run_batch(simulate, task: Task, target, variants, world_keys, settings, collect: _Collect) -> list[dict]:
     """One simulate call with a world per variant; if it fails, each variant alone, so each
     row gets its own outcome."""
+    from usdphys.types.params import StructureChangeError
+
     W = len(variants)
     overrides = {k: np.array([v[2][k] for v in variants], float) if W > 1 else variants[0][2][k] for k in world_keys}
     try:
         res = simulate(target, worlds=W, overrides=overrides, **settings)
     except UsdphysError as exc:
-        if W == 1:
+        if W == 1 and not isinstance(exc, StructureChangeError):
             return [dict(_error_row(variants[0], str(exc)), warnings=collect.take())]
         collect.take()
-        return [row for v in variants for row in _run_batch(simulate, task, target, [v], world_keys, settings, collect)]
+        if W > 1:
+            return [row for v in variants for row in _run_batch(simulate, task, target, [v], world_keys, settings, collect)]
+        # values that add or remove a row (a limit opened, a gain or a cone side set to 0): its own model
+        return [_run_as_model(simulate, task, variants[0], settings, collect)]
     warnings = collect.take()  # the model's: every world of the batch shares them
     return [dict(_row(task, v, res, w), warnings=warnings) for w, v in enumerate(variants)]
+
+
+def _run_as_model(simulate, task: Task, variant, settings, collect: _Collect) -> dict:
+    """A variant whose values add or remove a row of the stage's model (cannot be one of its
+    worlds): every override authored in a session layer, the stage read as a model of its own."""
+    from usdphys.usd.overrides import override_in_session
+    from usdphys.usd.stage import open_stage
+
+    stage = open_stage(task.stage_path, allow_missing=task.allow_missing)
+    override_in_session(stage, variant[2])
+    try:
+        res = simulate(stage, worlds=1, **settings)
+    except UsdphysError as exc:
+        return dict(_error_row(variant, str(exc)), warnings=collect.take())
+    return dict(_row(task, variant, res, 0), warnings=collect.take())
 
 
 def _row(task: Task, variant, res, w: int) -> dict:

@@ -330,10 +330,15 @@ def parameter_view(model, name: str) -> np.ndarray:
         else base
 
 
-def structure_change_error(what: str, world: int, names) -> UsdphysError:
+class StructureChangeError(UsdphysError):
+    """Per-world values that would add or remove a row: they cannot be a world of this model
+    (a sweep then runs such a variant as a model of its own)."""
+
+
+def structure_change_error(what: str, world: int, names) -> StructureChangeError:
     """The error for per-world values that would add or remove a row (a limit, drive or spring)
     in some world: `what` names the row's prim, `names` the parameters set."""
-    return UsdphysError(
+    return StructureChangeError(
         f"{what}: the per-world parameters of world {world} ({', '.join(names)}) change which limits, drives "
         "or springs exist; a world may change their values only (keep limits finite and gains positive "
         "where the model has them, +-inf / 0 where it has none)")
@@ -427,5 +432,5 @@ def apply_override(model, path: str, attribute: str, values) -> None:
 
 
 __all__ = ["PARAMETERS", "ROW_PARAMETERS", "ParamSource", "Parameter", "add_source", "apply_override", "drop_sources", "base_values",
-           "check_world_parameters", "parameter", "set_parameter", "source_for", "split_attribute_path", "structure_change_error",
+           "check_world_parameters", "parameter", "set_parameter", "source_for", "split_attribute_path", "StructureChangeError", "structure_change_error",
            "world_model"]
