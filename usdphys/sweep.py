@@ -204,7 +204,7 @@ def _run_batch(simulate, task: Task, target, variants, world_keys, settings, col
         collect.take()
         if W > 1:
             return [row for v in variants for row in _run_batch(simulate, task, target, [v], world_keys, settings, collect)]
-        # values that add or remove a row (a limit opened, a gain or a cone side set to 0): its own model
+        # values that add or remove a row (gains or a cone side set to 0, a distance joint closed): its own model
         return [_run_as_model(simulate, task, variants[0], settings, collect)]
     warnings = collect.take()  # the model's: every world of the batch shares them
     return [dict(_row(task, v, res, w), warnings=warnings) for w, v in enumerate(variants)]
