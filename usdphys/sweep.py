@@ -198,14 +198,19 @@ def _run_batch(simulate, task: Task, target, variants, world_keys, settings, col
     overrides = {k: np.array([v[2][k] for v in variants], float) if W > 1 else variants[0][2][k] for k in world_keys}
     try:
         res = simulate(target, worlds=W, overrides=overrides, **settings)
+    except StructureChangeError as exc:
+        # values that add or remove a row (gains or a cone side set to 0, a distance joint closed):
+        # that variant runs as its own model, the others as a batch again
+        collect.take()
+        w = exc.world if 0 <= exc.world < W else 0
+        rest = variants[:w] + variants[w + 1:]
+        return [_run_as_model(simulate, task, variants[w], settings, collect)] + (
+            _run_batch(simulate, task, target, rest, world_keys, settings, collect) if rest else [])
     except UsdphysError as exc:
-        if W == 1 and not isinstance(exc, StructureChangeError):
+        if W == 1:
             return [dict(_error_row(variants[0], str(exc)), warnings=collect.take())]
         collect.take()
-        if W > 1:
-            return [row for v in variants for row in _run_batch(simulate, task, target, [v], world_keys, settings, collect)]
-        # values that add or remove a row (gains or a cone side set to 0, a distance joint closed): its own model
-        return [_run_as_model(simulate, task, variants[0], settings, collect)]
+        return [row for v in variants for row in _run_batch(simulate, task, target, [v], world_keys, settings, collect)]
     warnings = collect.take()  # the model's: every world of the batch shares them
     return [dict(_row(task, v, res, w), warnings=warnings) for w, v in enumerate(variants)]
 

@@ -332,7 +332,11 @@ def parameter_view(model, name: str) -> np.ndarray:
 
 class StructureChangeError(UsdphysError):
     """Per-world values that would add or remove a row: they cannot be a world of this model
-    (a sweep then runs such a variant as a model of its own)."""
+    (a sweep then runs such a variant as a model of its own). world: the first such world."""
+
+    def __init__(self, message: str, world: int):
+        super().__init__(message)
+        self.world = int(world)
 
 
 def structure_change_error(what: str, world: int, names) -> StructureChangeError:
@@ -341,7 +345,7 @@ def structure_change_error(what: str, world: int, names) -> StructureChangeError
     return StructureChangeError(
         f"{what}: the per-world parameters of world {world} ({', '.join(names)}) change which limits, drives "
         "or springs exist; a world may change their values only (keep limits finite and gains positive "
-        "where the model has them, +-inf / 0 where it has none)")
+        "where the model has them, +-inf / 0 where it has none)", world)
 
 
 def check_world_parameters(model) -> None:
