@@ -132,8 +132,9 @@ def _simulate_arguments(parser) -> None:
                              "(default: mbd:timeStep on the PhysicsScene, else 0.001)")
     parser.add_argument("--fps", type=float, default=None, help="output frames per second (default 60)")
     parser.add_argument("--device", default=None,
-                        help="Warp device: cpu or cuda (default: the CPU, or the GPU when there is one and the run has "
-                             "at least 64 worlds per CPU core: a GPU runs one world slower than a CPU core)")
+                        help="Warp device: cpu or cuda (default: the one the environment variable USDPHYS_DEVICE names, "
+                             "else the CPU, or the GPU when there is one and the run has at least 64 worlds per CPU "
+                             "core: a GPU runs one world slower than a CPU core)")
     parser.add_argument("--worlds", type=int, default=1,
                         help="simulate N copies at once (benchmarking); world 0 is written")
     parser.add_argument("--threads", type=int, default=None,
