@@ -190,8 +190,9 @@ def _run_task(task: Task, collect: _Collect) -> list[dict]:
 
 
 def _run_batch(simulate, task: Task, target, variants, world_keys, settings, collect: _Collect) -> list[dict]:
-    """One simulate call with a world per variant; if it fails, each variant alone, so each
-    row gets its own outcome."""
+    """One simulate call with a world per variant. Where a variant's values would change the
+    model's rows, that variant runs as its own model and the rest as a batch again; where the
+    call fails otherwise, each variant alone, so each row gets its own outcome."""
     from usdphys.types.params import StructureChangeError
 
     W = len(variants)
