@@ -271,6 +271,6 @@ def test_cone_rows(cone, rows):
     from usdphys.types.enums import RowKind
     from usdphys.types.model import cone_rows, swing_sides
 
-    got = [(RowKind(k).name, ax, v, swing_sides(*cone) if k == RowKind.SWING else None)
+    got = [(RowKind(k).name, ax, v, tuple(swing_sides(cone)) if k == RowKind.SWING else None)
            for k, ax, _, v in cone_rows(2, *cone)]
     assert got == [(k, ax, pytest.approx(v), r) for k, ax, v, r in rows]

@@ -183,10 +183,8 @@ def limit_ranges(model: Model, rows) -> tuple[np.ndarray, np.ndarray]:
             d = 3 + int(axis[i]) % 3  # axis 3..8: the same DOF measured another way (model.dof_row)
             lo[i] = model.joint_lower[j, d]
             hi[i] = model.joint_upper[j, d]
-    for i in np.flatnonzero(kind == RowKind.SWING):
-        j = int(src[i])
-        if 0 <= j < model.joint_count:
-            lo[i], hi[i] = swing_sides(*model.joint_cone[j])
+    swing = np.flatnonzero(kind == RowKind.SWING)  # only joints make them: src is a joint
+    lo[swing], hi[swing] = swing_sides(np.asarray(model.joint_cone).reshape(-1, 2)[src[swing]]).T
     return lo, hi
 
 

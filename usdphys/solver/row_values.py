@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from usdphys.errors import UsdphysError, quiet
+from usdphys.types.model import swing_sides
 from usdphys.types.params import PARAMETERS, parameter, parameter_view, world_model
 
 _DISTANCE = ("joint.min_distance", "joint.max_distance")
@@ -73,7 +74,8 @@ def class_keys(model, names) -> dict[str, np.ndarray]:
             out[name] = np.where(np.isinf(v), np.int8(2), (v > 0).view(np.int8))
         elif accepts == "angle":
             a, b = v.reshape(W, -1, 2)[..., 0], v.reshape(W, -1, 2)[..., 1]
-            smaller_second = np.where(b == 0, np.inf, b) < np.where(a == 0, np.inf, a)  # which entry is `value`
+            sides = swing_sides(v.reshape(W, -1, 2))
+            smaller_second = sides[..., 1] < sides[..., 0]  # which entry the swing row's `value` copies
             out[name] = (8 * (np.minimum(a, b) >= np.pi) + 4 * (a == 0) + 2 * (b == 0) + smaller_second).astype(np.int8)
         else:
             out[name] = np.zeros((W, 0), np.int8)
@@ -149,7 +151,7 @@ def cone_cells(rows, cone: np.ndarray) -> dict:
 
     swing = np.flatnonzero(np.asarray(rows.kind) == RowKind.SWING)
     joint = np.asarray(rows.source)[swing].astype(np.int64)
-    sides = np.where(cone == 0.0, np.inf, cone)[joint]  # (n, 2)
+    sides = swing_sides(cone)[joint]  # (n, 2)
     bound = 2 * joint + (sides[:, 1] < sides[:, 0])  # the smaller side (the first on a tie, as min)
     cells = {"value": (swing.astype(np.int64), bound)}
     for column, k in (("lo", 0), ("hi", 1)):

@@ -18,9 +18,9 @@ class RowKind(IntEnum):
     LIN1 = 4  # e1[axis] . (P1 - P0): along an axis of frame 1 (revolute-translational joint)
     POINT = 5  # e_world[axis] . ((1 - value) P0 + value P1): a point on the line P0 P1 (spring mass)
     CROSS = 6  # (e0[a] x e1[b]) . (P1 - P0) (axis = 3 a + b): a Cardan joint whose hinges are apart
-    # the swing of e1[a] away from e0[a] on an elliptical cone (rad; mathx.swing_angle): axis a
-    # weights the tilt towards e0[a+1] by 1 and towards e0[a+2] by the row's ratio, axis a + 3 the
-    # other way round
+    # the swing of e1[a] away from e0[a] on an elliptical cone (rad; mathx.swing_angle), stored with
+    # axis a; the kernel weighs the tilt by the ratio of the cone's two sides (step.row_form),
+    # measured as axis a + 3 where the second side is the smaller
     SWING = 7
 
 

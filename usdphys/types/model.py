@@ -401,13 +401,15 @@ def cone_rows(a: int, toward_next: float, toward_second: float) -> list[tuple]:
         rows.append((ROW_PERP, 3 * ((a + 2) % 3) + a, MODE_EQUAL, 0.0))
     if lo == 0.0 and hi == 0.0:
         return rows
-    return rows + [(ROW_SWING, a, MODE_UPPER, min(swing_sides(lo, hi)))]
+    return rows + [(ROW_SWING, a, MODE_UPPER, float(np.min(swing_sides((lo, hi)))))]
 
 
-def swing_sides(toward_next: float, toward_second: float) -> tuple[float, float]:
-    """The two sides a swing row (cone_rows) weighs the tilt by: each semi-angle, inf for a flat
-    side (0: its perpendicular row holds it, and the swing row bounds the other way alone)."""
-    return tuple(np.inf if float(c) == 0.0 else float(c) for c in (toward_next, toward_second))
+def swing_sides(cone) -> np.ndarray:
+    """The two sides a swing row (cone_rows) weighs the tilt by, for cone semi-angles (..., 2):
+    each semi-angle, inf for a flat side (0: its perpendicular row holds it, and the swing row
+    bounds the other way alone)."""
+    cone = np.asarray(cone, float)
+    return np.where(cone == 0.0, np.inf, cone)
 
 
 def dof_row(locked, d: int) -> tuple[int, int]:
