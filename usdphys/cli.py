@@ -203,14 +203,13 @@ def _simulate(args) -> int:
     from usdphys.types.recording import RecordGroups
 
     RecordGroups.parse(record)  # a bad group name fails before the run
-    if args.device not in (None, "cpu") and not str(args.device).startswith("cuda"):
-        raise UsdphysError(f"--device {args.device}: expected cpu or cuda")
-    if str(args.device).startswith("cuda"):
-        # Asked before Warp touches CUDA: on a machine without a driver that prints lines of its own.
-        from usdphys.solver.warpinit import cuda_device_count
+    if args.device is not None:
+        from usdphys.solver.warpinit import device_name_problem
 
-        if cuda_device_count() == 0:
-            raise UsdphysError(f"--device {args.device}: no CUDA device on this machine; use --device cpu")
+        problem = device_name_problem(str(args.device))
+        if problem is not None:
+            hint = "; use --device cpu" if problem.startswith("no CUDA") else ""
+            raise UsdphysError(f"--device {args.device}: {problem}{hint}")
     laws = _load_laws(args.laws) if args.laws else None
     result = simulate(args.input, duration=args.duration, dt=args.dt, fps=args.fps, device=args.device,
                       worlds=args.worlds, progress=True, allow_missing=args.allow_missing, record=record,

@@ -24,7 +24,7 @@ import warp as wp
 
 from usdphys.errors import UsdphysError, warn
 from usdphys.math3d import quat_mul, quat_rotate
-from usdphys.solver.warpinit import init_warp
+from usdphys.solver.warpinit import device_name_problem, init_warp
 from usdphys.types.enums import RowKind, RowMode
 from usdphys.types import params
 from usdphys.types.model import Model
@@ -108,10 +108,10 @@ def default_device(worlds: int) -> str:
     init_warp()
     forced = os.environ.get(DEVICE_ENV, "").strip()
     if forced:
-        if forced != "cpu" and forced != "cuda" and not (forced.startswith("cuda:") and forced[5:].isdigit()):
-            raise UsdphysError(f"{DEVICE_ENV}={forced}: expected cpu, cuda or cuda:N")
-        if forced != "cpu" and wp.get_cuda_device_count() == 0:
-            raise UsdphysError(f"{DEVICE_ENV}={forced}: no CUDA device on this machine; unset it or set cpu")
+        problem = device_name_problem(forced)
+        if problem is not None:
+            hint = "; unset it or set cpu" if problem.startswith("no CUDA") else ""
+            raise UsdphysError(f"{DEVICE_ENV}={forced}: {problem}{hint}")
         return forced
     if wp.get_cuda_device_count() == 0 or worlds < GPU_WORLDS_PER_CORE * cpu_cores():
         return "cpu"

@@ -47,3 +47,14 @@ def cuda_device_count() -> int:
     """CUDA devices Warp can use here (0 on a machine without a driver), asked quietly."""
     init_warp()
     return wp.get_cuda_device_count()
+
+
+def device_name_problem(name: str) -> str | None:
+    """Why `name` is not a device a run can take here ("expected cpu, cuda or cuda:N", or no CUDA
+    device on this machine), asked before Warp touches CUDA, which on a machine without a driver
+    prints lines of its own; None when it is one (a CUDA index Warp lacks is Warp's to refuse)."""
+    if name != "cpu" and name != "cuda" and not (name.startswith("cuda:") and name[5:].isdigit()):
+        return "expected cpu, cuda or cuda:N"
+    if name != "cpu" and cuda_device_count() == 0:
+        return "no CUDA device on this machine"
+    return None
