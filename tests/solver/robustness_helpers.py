@@ -645,6 +645,19 @@ def run_usdphys(text, timeout=60.0, **kw):
     return _RUNNER.run(text, timeout=timeout, **kw)
 
 
+def simulate_text(text, **kw):
+    """usdphys.simulate on a stage made from USD text, in this process (for recorded quantities
+    and results compared bit for bit; run_usdphys isolates a run that may hang)."""
+    import usdphys.usd  # noqa: F401  (the schemas registered before the stage is opened)
+    from pxr import Usd
+
+    from usdphys.simulate import simulate
+
+    stage = Usd.Stage.CreateInMemory()
+    assert stage.GetRootLayer().ImportFromString(text)
+    return simulate(stage, **kw)
+
+
 def body_positions(res, names):
     paths = [p.split("/")[-1] for p in res[1]]
     return np.array([res[2][-1, 0, paths.index(n)] for n in names])

@@ -269,26 +269,22 @@ def test_an_elliptical_cone_holds_and_acts_only_at_its_boundary(a, cone, q, w, r
         assert np.max(held) >= 1.0 - 1e-6, "a motion that leaves the cone unlimited must reach its boundary"
 
 
+def swung_rod(cone):
+    """A rod hanging on its spherical joint, swung out at (150, 250, 0) deg/s onto `cone` (deg)."""
+    return cone_stage(frame0_with(2), cone, axis=2, omega=(150.0, 250.0, 0.0))
+
+
 def test_cone_angles_overridden_per_world_equal_authored_stages():
     """physics:coneAngle0Limit / coneAngle1Limit are per-world parameters through their stage
     attributes (degrees, as authored): three worlds with their own cones (the smaller side the
-    first, neither, the second) run as three stages with those cones authored. The values are exact in float32, so both paths convert the same numbers
-    (a degree times pi / 180 either way): bit for bit."""
-    import usdphys.usd  # noqa: F401  (registers the schemas before the first stage)
-    from pxr import Usd
-
-    from usdphys.simulate import simulate
-
-    def stage(cone):
-        st = Usd.Stage.CreateInMemory()
-        assert st.GetRootLayer().ImportFromString(cone_stage(frame0_with(2), cone, axis=2, omega=(150.0, 250.0, 0.0)))
-        return st
-
+    first, neither, the second) run as three stages with those cones authored. The values are
+    exact in float32, so both paths convert the same numbers (a degree times pi / 180 either
+    way): bit for bit."""
     first, second = [30.0, 45.0, 40.0], [60.0, 45.0, 20.0]  # the smaller side first, neither, second
-    res = simulate(stage((40.0, 40.0)), worlds=3, duration=0.5, dt=1e-3, fps=100,
-                   overrides={"/J0.physics:coneAngle0Limit": first, "/J0.physics:coneAngle1Limit": second})
+    res = H.simulate_text(swung_rod((40.0, 40.0)), worlds=3, duration=0.5, dt=1e-3, fps=100,
+                          overrides={"/J0.physics:coneAngle0Limit": first, "/J0.physics:coneAngle1Limit": second})
     for w in range(3):
-        one = simulate(stage((first[w], second[w])), duration=0.5, dt=1e-3, fps=100)
+        one = H.simulate_text(swung_rod((first[w], second[w])), duration=0.5, dt=1e-3, fps=100)
         np.testing.assert_array_equal(res.positions[:, w], one.positions[:, 0])
         np.testing.assert_array_equal(res.orientations[:, w], one.orientations[:, 0])
     assert np.ptp(res.positions[-1, :, 0, 0]) > 1e-3  # the cones differ where the rod went
@@ -301,27 +297,18 @@ def test_cone_angles_overridden_per_world_equal_authored_stages():
 def test_a_sweep_over_both_cone_angles_runs_every_variant_as_its_authored_stage(tmp_path, first, second):
     """`usdphys sweep` over both cone angles: every variant runs, with no warning, and ends where
     the stage authored with its angles ends, bit for bit."""
-    import usdphys.usd  # noqa: F401  (registers the schemas before the first stage)
-    from pxr import Usd
-
-    from usdphys.simulate import simulate
     from usdphys.sweep import read_results, sweep
 
-    def text(cone):
-        return cone_stage(frame0_with(2), cone, axis=2, omega=(150.0, 250.0, 0.0))
-
     path = tmp_path / "cone.usda"
-    path.write_text(text((40.0, 40.0)))
+    path.write_text(swung_rod((40.0, 40.0)))
     spec = {"run": {"duration": 0.5, "dt": 1e-3, "fps": 100},
             "grid": {"/J0.physics:coneAngle0Limit": first, "/J0.physics:coneAngle1Limit": second},
             "metrics": [{"kind": "pose", "prim": "/L0"}]}
     rows = read_results(sweep(str(path), spec, tmp_path / "out", workers=1).table)
     assert [(r["status"], r["warnings"]) for r in rows] == [("ok", "")] * (len(first) * len(second))
     for row in rows:
-        st = Usd.Stage.CreateInMemory()
-        assert st.GetRootLayer().ImportFromString(text((float(row["/J0.physics:coneAngle0Limit"]),
-                                                        float(row["/J0.physics:coneAngle1Limit"]))))
-        one = simulate(st, duration=0.5, dt=1e-3, fps=100)
+        cone = (float(row["/J0.physics:coneAngle0Limit"]), float(row["/J0.physics:coneAngle1Limit"]))
+        one = H.simulate_text(swung_rod(cone), duration=0.5, dt=1e-3, fps=100)
         pose = [float(row[f"/L0.{q}.{c}" + (" [m]" if q == "position" else "")])
                 for q, comps in (("position", "xyz"), ("orientation", "xyzw")) for c in comps]
         assert pose == one.positions[-1, 0, 0].tolist() + one.orientations[-1, 0, 0].tolist()

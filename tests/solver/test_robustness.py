@@ -644,7 +644,7 @@ def test_thin_rod_on_a_ball_joint_keeps_its_energy():
     back wrongly, breaks either)."""
     err, early = {}, {}
     for dt in (1e-3, 2.5e-4):
-        r = simulate_text(H.tree_usda(THIN_ROD_ON_BALL_JOINT), duration=1.0, dt=dt, fps=100, record="world")
+        r = H.simulate_text(H.tree_usda(THIN_ROD_ON_BALL_JOINT), duration=1.0, dt=dt, fps=100, record="world")
         ke = r.channel("/Scene", "kineticEnergy")[:, 0]
         e = ke + r.channel("/Scene", "potentialEnergy")[:, 0]
         err[dt] = float(np.max(np.abs(e - e[0])))
@@ -759,18 +759,6 @@ ROTY_VELOCITY_MOTOR = (
     '    uniform token mbd:function:type = "constant"\n    double mbd:function:value = 120\n}\n')
 
 
-def simulate_text(text, **kw):
-    """usdphys.simulate on a stage made from USD text, in this process (for recorded quantities)."""
-    import usdphys.usd  # noqa: F401  (the schemas registered before the stage is opened)
-    from pxr import Usd
-
-    from usdphys.simulate import simulate
-
-    stage = Usd.Stage.CreateInMemory()
-    assert stage.GetRootLayer().ImportFromString(text)
-    return simulate(stage, **kw)
-
-
 @pytest.mark.parametrize("dof", ["rotX", "rotZ"])
 def test_a_damper_on_a_three_rotation_joint_swings_through_the_sequence_lock(dof):
     """The rod of the test above without the limit, with a damper (a drive of stiffness 0,
@@ -874,7 +862,7 @@ def test_recorded_angles_of_a_three_rotation_joint_follow_the_swing_past_the_seq
     180 deg and rotY turned back at 90 deg (84, 72, 60 deg at 0.8, 0.9, 1 s, rate -120 deg/s).
     Measured: 2e-12 deg off, rates 4e-5 deg/s (the frames' central velocities)."""
     lk = dataclasses.replace(LOCK_SWING_ROD, limits={4: (-170.0, 170.0)})
-    r = simulate_text(H.tree_usda([lk]) + ROTY_VELOCITY_MOTOR, duration=1.0, dt=1e-3, fps=100, record="joints")
+    r = H.simulate_text(H.tree_usda([lk]) + ROTY_VELOCITY_MOTOR, duration=1.0, dt=1e-3, fps=100, record="joints")
     t = np.arange(101) / 100.0
     assert np.max(np.abs(r.channel("/J0", "coordinate:rotY")[:, 0] - 120.0 * t)) < 1e-9
     assert np.max(np.abs(r.channel("/J0", "rate:rotY")[1:, 0] - 120.0)) < 1e-3
@@ -891,7 +879,7 @@ def test_recorded_middle_angle_follows_swings_back_and_forth_through_the_lock_at
     version) was 146 deg off at such frames; the branch is the first angle's, followed modulo pi
     as the solver does: 3e-14 deg, so 1e-9."""
     lk = dataclasses.replace(LOCK_SWING_ROD, limits={4: (-170.0, 170.0)})
-    r = simulate_text(with_drive(H.tree_usda([lk]), "rotY", stiffness=0.5, damping=0.001, targetPosition=80.0),
+    r = H.simulate_text(with_drive(H.tree_usda([lk]), "rotY", stiffness=0.5, damping=0.001, targetPosition=80.0),
                       duration=3.0, dt=1e-3, fps=10, record="joints")
     rot_y = r.channel("/J0", "coordinate:rotY")[:, 0]
     p = r.positions[:, 0, 0]  # the rod's centre, 0.5 m out along (-cos q, 0, sin q)
