@@ -252,9 +252,22 @@ def test_spherical_cone_limits_become_one_swing_row(caplog):
     j.CreateConeAngle1LimitAttr(-1.0)
     with caplog.at_level(logging.WARNING, logger="usdphys"):
         model, _ = read_stage(stage)
-    assert "/j" in caplog.text and "physics:coneAngle0Limit is authored but physics:coneAngle1Limit" in caplog.text
+    assert "/j" in caplog.text and "physics:coneAngle0Limit is authored but physics:coneAngle1Limit is -1" in caplog.text
     assert np.all(np.isinf(model.joint_cone[0]))
     assert not np.any(model.constraint_rows().kind == RowKind.SWING)
+    # an infinite angle leaves the cone off too (usd-core), and the warning names that one
+    j.CreateConeAngle0LimitAttr(math.inf)
+    j.CreateConeAngle1LimitAttr(20.0)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="usdphys"):
+        model, _ = read_stage(stage)
+    assert "physics:coneAngle1Limit is authored but physics:coneAngle0Limit is inf" in caplog.text
+    assert np.all(np.isinf(model.joint_cone[0]))
+    j.CreateConeAngle1LimitAttr(math.inf)  # both open: nothing to say
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="usdphys"):
+        read_stage(stage)
+    assert "coneAngle" not in caplog.text
 
 
 @pytest.mark.parametrize("cone, rows", [

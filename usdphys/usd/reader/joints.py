@@ -209,11 +209,14 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
         if d.limit.enabled:  # usd-core: both cone angles >= 0
             cone = (d.limit.lower * DEG, d.limit.upper * DEG)
             sources += [("physics:coneAngle0Limit", "joint.cone", 0, DEG), ("physics:coneAngle1Limit", "joint.cone", 1, DEG)]
-        elif d.limit.lower >= 0 or d.limit.upper >= 0:
-            given, other = ((0, 1) if d.limit.lower >= 0 else (1, 0))
-            warner(path, "cone", f"physics:coneAngle{given}Limit is authored but physics:coneAngle{other}Limit is "
-                                 "negative (open): UsdPhysics limits the cone only when both are >= 0; the joint "
-                                 "swings freely")
+        else:  # one angle an angle, the other negative (open) or infinite: usd-core leaves the cone off
+            angles = (float(d.limit.lower), float(d.limit.upper))
+            given = [k for k in (0, 1) if 0.0 <= angles[k] < np.inf]
+            if len(given) == 1:
+                other = 1 - given[0]
+                warner(path, "cone", f"physics:coneAngle{given[0]}Limit is authored but physics:coneAngle{other}Limit "
+                                     f"is {angles[other]:g} (UsdPhysics limits the cone only when both are finite and "
+                                     ">= 0); the joint swings freely")
     elif kind == "DistanceJoint":
         is_distance = True
         if d.minEnabled and d.limit.lower >= 0:
