@@ -338,6 +338,9 @@ class StructureChangeError(UsdphysError):
         super().__init__(message)
         self.world = int(world)
 
+    def __reduce__(self):  # picklable (a worker process may hand it back)
+        return self.__class__, (str(self), self.world)
+
 
 def structure_change_error(what: str, world: int, names) -> StructureChangeError:
     """The error for per-world values that would add or remove a row (a limit, drive or spring)
