@@ -415,11 +415,20 @@ def check_friction_runs(lks):
     """Joint Coulomb friction (1e-3 .. 10 N m or N) beside limits must not stop a run: a
     friction row that sticks while its joint lands on a limit acts on the same DOF as the limit
     row, and the solver once took the pair for a contradiction and stopped (15 of 53 such
-    trees in an 80-example sample, none with the fix)."""
+    trees in an 80-example sample, none with the fix). A stop is friction's where the same tree
+    without friction runs; a tree that stops either way (a rod of axial ratio 1e-6 spinning
+    faster than even dt/256 resolves on a two-axis joint, the needle tip of a (120, 20) deg
+    cone: both found by the campaigns with no friction drawn at all) is the tree's own, which
+    (a) judges (a one-line stop), and is not this property's example."""
     text = H.tree_usda(lks)
     note(text)
     res = check_robust(text)
-    assert res is not None, "the run stopped (one line above)"
+    if res is None:
+        bare = [dataclasses.replace(lk, friction=0.0) for lk in lks]
+        stops_bare = bare == list(lks) or check_robust(H.tree_usda(bare)) is None
+        note(f"without friction the tree {'stops too' if stops_bare else 'runs'}")
+        assume(not stops_bare)
+    assert res is not None, "the run stopped, and the same tree without friction runs (one line above)"
 
 
 # Found by the long campaign (no friction drawn): thin rods whose rows turn fast within a step.
@@ -502,14 +511,43 @@ def test_max_turn_carries_a_thin_rod_run_that_stops_without_it():
 
 @CI
 @given(links(with_friction=True))
-@example(CARDAN_THIN_ROD_RETRIED_SMALLER)
-@example(THIN_ROD_ON_BALL_JOINT)
-@example(THIN_ROD_THROUGH_CARDAN_LOCK)
-@example(THIN_ROD_ON_ITS_LIMIT_LOCKED_TO_A_LINK)
-@example(HEAVY_THIN_ROD_SPINNING_UNDER_A_TILTED_HINGE)
-@example(ROOT_FIRST_ANGLE_LIMITED_THROUGH_THE_LOCK)
 def test_trees_with_joint_friction_run(lks):
     check_friction_runs(lks)
+
+
+@pytest.mark.parametrize("lks", [CARDAN_THIN_ROD_RETRIED_SMALLER, THIN_ROD_ON_BALL_JOINT, THIN_ROD_THROUGH_CARDAN_LOCK,
+                                 THIN_ROD_ON_ITS_LIMIT_LOCKED_TO_A_LINK, HEAVY_THIN_ROD_SPINNING_UNDER_A_TILTED_HINGE,
+                                 ROOT_FIRST_ANGLE_LIMITED_THROUGH_THE_LOCK],
+                         ids=["cardan-thin-rod", "thin-rod-ball", "thin-rod-cardan-lock", "thin-rod-limit-locked",
+                              "heavy-thin-rod-tilted-hinge", "root-first-angle-lock"])
+def test_hard_trees_the_campaigns_found_run(lks):
+    """Trees that once stopped (each one's comment says why) run their second at 1 ms, every joint
+    within the tolerance: a stop here is a regression, whatever a tree without friction does."""
+    res = check_robust(H.tree_usda(lks))
+    assert res is not None, "the run stopped (one line above)"
+
+
+# Found by the long campaign (seed 400, 2026-11-28): 1e-3 N m of friction on a 10 kg link's tilted
+# hinge, carried by a rod of axial ratio 1e-5 hinged below a ball joint held in a (30, 60) deg cone:
+# at t = 0.766 s the Newton iteration diverges at every step size down to dt/256 (/J3 off by
+# 3e19). Without the friction, without the cone, with a rod of ratio 1e-3, or at 0.5 ms it runs;
+# 1e-5 and 1e-2 N m stop too (0.1 runs).
+_X = dict(rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.0, 1.0, 0.0))
+FRICTION_ON_A_THIN_ROD_BELOW_A_CONE = [
+    H.Link(-1, "spherical", length=1.0, cone=(30.0, 60.0), **_X),
+    H.Link(0, "revolute", length=0.5, ratio=1e-5, **_X),
+    H.Link(0, "spherical", length=1.0, **_X),
+    H.Link(0, "revolute", length=1.0, **_X),
+    H.Link(1, "revolute", length=1.0, mass=10.0, friction=1e-3, rot=(0.0, 0.0, 1.0, 0.0),
+           jrot=(0.0, -0.9238795042037964, 0.3826834261417389, 0.0))]
+
+
+@pytest.mark.xfail(strict=True, reason="known defect: joint friction beside a thin rod and a held cone diverges "
+                                       "(docs/solver.md, Stop 41); remove this mark when it runs")
+def test_friction_on_a_thin_rod_below_a_cone_runs():
+    assert check_robust(H.tree_usda(FRICTION_ON_A_THIN_ROD_BELOW_A_CONE)) is not None, "the run stopped"
+    bare = [dataclasses.replace(lk, friction=0.0) for lk in FRICTION_ON_A_THIN_ROD_BELOW_A_CONE]
+    assert check_robust(H.tree_usda(bare)) is not None  # the twin the property compares with
 
 
 @CI
