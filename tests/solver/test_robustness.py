@@ -281,17 +281,26 @@ def start_coordinate(q0_deg, lim):
     return min(turns, key=lambda q: min(abs(q - lo), abs(q - hi)))
 
 
-def joint_angle_history(res, lk, lim=None):
-    """Revolute root link: q(t) = the start coordinate + the unwrapped rotation of the body about
-    the joint axis."""
-    rot = res[3][:, 0, 0]  # xyzw
-    aw = H.qrot(np.asarray(lk.jrot, float), np.eye(3)[lk.axis])
-    q0 = np.array([rot[0, 3], *rot[0, :3]])
+def joint_angle_history(res, lk, lim, text):
+    """Revolute root link: q(t), the joint's own coordinate, measured from the joint frames as the
+    stage holds them (float32 `localRot0` / `localRot1` in `text`) and the body's poses, on the turn
+    start_coordinate picks. Not the body's turn since frame 0 plus q0: the stage's float32 frames
+    and the assembly can start the joint off q0 (3.3e-6 rad for a rod of axial ratio 1e-5 hinged
+    nearly along its length, which the assembly turns about its cheap axis), and a limit holds the
+    joint's coordinate, not that sum."""
+    def frame(name):
+        m = re.search(name + r" = \(([^)]*)\)", text)  # the root joint is the stage's first
+        return np.array([float(np.float32(v)) for v in m.group(1).split(",")])
+
+    r0, r1 = frame("quatf physics:localRot0"), frame("quatf physics:localRot1")
+    r0, r1 = r0 / np.linalg.norm(r0), r1 / np.linalg.norm(r1)
     ang = []
-    for r in rot:
-        dq = H.qmul(np.array([r[3], *r[:3]]), H.qconj(q0))
-        ang.append(2 * math.atan2(float(np.dot(dq[1:], aw)), dq[0]))
-    return start_coordinate(lk.q0, lim) + np.unwrap(np.array(ang))
+    for r in res[3][:, 0, 0]:  # xyzw
+        rel = H.qmul(H.qconj(r0), H.qmul(np.array([r[3], *r[:3]]), r1))  # frame 1 in frame 0
+        ang.append(2 * math.atan2(float(rel[1 + lk.axis]), float(rel[0])))
+    ang = np.unwrap(np.array(ang))
+    start = start_coordinate(lk.q0, lim)
+    return ang + 2 * math.pi * round((start - ang[0]) / (2 * math.pi))
 
 
 @st.composite
@@ -370,7 +379,7 @@ def check_limit(lk, lim):
     kw = dict(duration=1.0, dt=1e-3)
     r_free = H.run_usdphys(H.tree_usda([free]), fps=1000, **kw)
     assume(r_free[0] == "ok" and np.all(np.isfinite(r_free[2])))  # (a) covers the unlimited run
-    q_free = joint_angle_history(r_free, free, lim)
+    q_free = joint_angle_history(r_free, free, lim, H.tree_usda([free]))
     text = H.tree_usda([limited])
     note(text)
     res = H.run_usdphys(text, timeout=TIMEOUT, fps=1000, **kw)
@@ -395,7 +404,7 @@ def check_limit(lk, lim):
             dev = float(np.max(np.abs(res[2][:k] - r_free[2][:k])))
             assert dev <= 1e-9, (f"limit [{lim[0]}, {lim[1]}] deg acted before it was reached: {dev:.3g} m off the "
                                  f"unlimited motion within the first {k - 1} ms")
-        q = joint_angle_history(res, limited, lim)
+        q = joint_angle_history(res, limited, lim, text)
         note(f"reached limit: q in [{math.degrees(q.min()):.2f}, {math.degrees(q.max()):.2f}] deg")
         start_inside = lo <= start_coordinate(lk.q0, lim) <= hi
         if start_inside:
