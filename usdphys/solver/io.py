@@ -35,7 +35,7 @@ from usdphys.solver.row_values import Classes, class_keys, fill, probe_template,
 from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
-from usdphys.types.model import MODE_EQUAL, Model, RowTable, swing_sides
+from usdphys.types.model import MODE_EQUAL, MODE_LOWER, MODE_UPPER, Model, RowTable, swing_sides
 from usdphys.types.params import (ROW_PARAMETERS, base_values, check_world_parameters, parameter_view,
                                   structure_change_error, world_model)
 from usdphys.types.rowgraph import RowPattern, row_pattern
@@ -382,6 +382,10 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     # more than the motion does, i.e. all rows are equal rows (no drives, limits, elements'
     # law / friction rows, whose diagonals or active sets change) and nothing collides
     m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and cm.n_pairs == 0)
+    # and with limits too, on the steps in which none holds (step_world's `quiet`): an inactive
+    # limit row adds exact zeros, so a limit never reached leaves the motion bit for bit as it is
+    m.hard_only = int(R > 0 and bool(np.all(np.isin(np.asarray(rows.mode), (MODE_EQUAL, MODE_LOWER, MODE_UPPER))))
+                      and cm.n_pairs == 0)
     return dm
 
 
@@ -574,6 +578,7 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
     sc.A = zeros((W, nnz), wp.float64)
     sc.Lf = zeros((W, nnz), wp.float64)
     sc.fage = wp.full(W, -1, dtype=wp.int32, device=dev)
+    sc.fheld = wp.zeros(W, dtype=wp.int32, device=dev)
     sc.rfresh = wp.zeros(W, dtype=wp.int32, device=dev)
     sc.conv_err = wp.zeros(W, dtype=wp.float64, device=dev)
     return sc

@@ -191,6 +191,10 @@ class ModelData:
     max_turn: wp.float64
     has_elements: int  # 0: no motors, law / friction rows or loads (begin / end_elements skipped)
     equal_only: int  # 1: every row is an equal row and nothing collides (A reused, impulses extrapolated)
+    # 1: every row is an equal row or a limit and nothing collides: while no limit holds, a step
+    # is one of equal rows alone (A reused, impulses extrapolated), so a limit never reached
+    # leaves the motion as it is without it
+    hard_only: int
     el: ElementData  # force elements, motors, friction, loads (forces.py)
 
 
@@ -224,8 +228,9 @@ class RowState:
 @wp.struct
 class Scratch:
     """Work buffers of one step: written before they are read within the step. The one
-    exception is the factorisation cache (Lf, Dinv, fage): models with equal rows only reuse the
-    factor of an earlier step (modified Newton, REFACTOR_EVERY); fage = -1 marks it stale."""
+    exception is the factorisation cache (Lf, Dinv, fage, fheld): models with equal rows only, and
+    models of equal rows and limits while no limit holds, reuse the factor of an earlier step
+    (modified Newton, REFACTOR_EVERY); fage = -1 marks it stale."""
     # bodies [world, body]
     vstar: wp.array2d(dtype=wp.vec3d)
     mom: wp.array2d(dtype=wp.vec3d)
@@ -265,6 +270,7 @@ class Scratch:
     ly: wp.array2d(dtype=wp.float64)  # [world, row] the factorisation's work row, zero between uses
     Dinv: wp.array2d(dtype=wp.float64)  # [world, row] reciprocal pivots (ldl.py), 0: row not in the factor
     fage: wp.array(dtype=wp.int32)  # steps since Lf, Dinv were factorised (-1: none valid)
+    fheld: wp.array(dtype=wp.int32)  # 1: a limit row was active in that factorisation (not reused)
     rfresh: wp.array(dtype=wp.int32)  # 1: res holds the residuals of the current poses
     conv_err: wp.array(dtype=wp.float64)  # the step's largest row residual after solve_rows
     dlam: wp.array2d(dtype=wp.float64)  # [world, row] impulse changes of an active-set change
@@ -881,13 +887,17 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
         sc.rank_age[w] = sc.rank_age[w] + 1
     else:
         rank_decision(m, sc, w, nr)
+    held = int(0)
     i = int(-1)
     while i < nr - 1:
         i += 1
         k = int(0)
         if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
             k = 1
+            if m.row_mode[i] == MODE_LOWER or m.row_mode[i] == MODE_UPPER:
+                held = 1
         sc.keep[w, i] = k
+    sc.fheld[w] = held
     ldl_factor(sc.A, sc.Lf, sc.Dinv, sc.ly, sc.keep, sc.sdiag, m.pat, w, nr, FACTOR_TOL)
 
 
@@ -1141,6 +1151,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
     n_set = active_set_rows(m)
     # 4. limits violated by the unconstrained prediction start active
     move_bodies(m, st, sc, w, h, assemble)
+    entered = int(0)
     i = int(-1)
     while i < n_set - 1:
         i += 1
@@ -1148,6 +1159,13 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
         if mode == MODE_LOWER or mode == MODE_UPPER:
             if inequality_residual(m, es, sc, w, i) < wp.float64(0.0):
                 sc.act[w, i] = 1
+                entered = 1
+    if entered != 0 and sc.fage[w] > 0:
+        # a limit enters a step that reuses an earlier step's factor (built without it): this
+        # step's A, factorised below with the limit
+        angular_responses(m, st, sc, w)
+        build_A(m, sc, w)
+        sc.fage[w] = -1
     if assemble != 0:
         e0 = residuals(m, es, sc, w, 1)
         dg.init_error[w] = e0
@@ -1161,7 +1179,9 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
     pending = int(0)  # 1: the last pass changed impulses (sc.dlam) without moving the bodies
     settled = int(0)  # 1: a pass ended with no row entering or leaving the active set
     for p in range(MAX_PASSES):
-        if sc.fage[w] <= 0 or p > 0:  # fage > 0: the factor of an earlier step is reused
+        if sc.fage[w] > 0 and p > 0:  # the active set changed on an earlier step's A: this step's
+            refactor_this_step(m, st, sc, dg, w, nr)
+        elif sc.fage[w] <= 0 or p > 0:  # fage > 0: the factor of an earlier step is reused
             factor_rows(m, sc, w, nr)
             sc.fage[w] = 0
             dg.n_factor[w] = dg.n_factor[w] + 1
@@ -1402,8 +1422,20 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         sc.wl1[w, i] = wl1
     # 3. A = G M^-1 G^T, unless the last factorisation is reused (modified Newton); the angular
     # responses I^-1 G^T only A needs (and contact, which always rebuilds A) with it
+    # a step of equal rows alone: every row an equal row, or no limit held in the last step and
+    # none in the factor an earlier step left (a limit entering below refactorises, solve_rows)
+    quiet = int(0)
+    if m.equal_only != 0:
+        quiet = int(1)
+    elif m.hard_only != 0 and assemble == 0 and sc.fheld[w] == 0:
+        quiet = int(1)
+        i = int(-1)
+        while i < nr - 1:
+            i += 1
+            if m.row_mode[i] != MODE_EQUAL and rs.lwarm[w, i] > wp.float64(0.0):
+                quiet = 0
     age = sc.fage[w]
-    if assemble != 0 or m.equal_only == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
+    if assemble != 0 or quiet == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
         angular_responses(m, st, sc, w)
         build_A(m, sc, w)
         sc.fage[w] = -1  # solve_rows factorises
@@ -1427,10 +1459,11 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     # amplified 127x, costs more than the order gains). Another step size (a retry, the first
     # steps after one) starts from the last impulse alone: a history spaced by another h
     # extrapolates to the wrong time (a thin rod on a Cardan joint then failed at every step
-    # size). Not with limits / drives / elements: an impact's impulse jump would be extrapolated
-    # into the next steps' guesses.
+    # size). Not with drives / elements, nor on a step in which a limit held, nor through one
+    # (the history restarts after it): an impact's impulse jump would be extrapolated into the
+    # next steps' guesses.
     order = int(0)
-    if hp == h and rescale == 0 and m.equal_only != 0:
+    if hp == h and rescale == 0 and quiet != 0:
         order = wp.min(rs.run[w] - 1, 5)
     if assemble == 0:
         es.hkick[w] = hk  # what the element rows, force limits and outputs of this try read
@@ -1586,8 +1619,17 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             if wp.abs(sc.res[w, i]) == err:
                 worst_row = i
         dg.worst_row[w] = worst_row
+    held = int(0)  # a limit held in this step: its impulse jump is not extrapolated (history restarts)
+    if m.hard_only != 0 and m.equal_only == 0:
+        i = int(-1)
+        while i < nr - 1:
+            i += 1
+            if m.row_mode[i] != MODE_EQUAL and sc.act[w, i] == 1:
+                held = 1
     if assemble != 0 or hp != h or rescale != 0:
         rs.run[w] = 1
+    elif held != 0:
+        rs.run[w] = 0
     else:
         rs.run[w] = rs.run[w] + 1
     i = int(-1)
