@@ -1194,9 +1194,11 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
         backtracks = int(0)
         history = int(0)  # 1: sc.fprev and sc.dstep hold the last full update (secant_weight)
         converged = int(0)
+        last = wp.float64(1.0e300)  # the residual at the pass's final iterate
         sc.rfresh[w] = 0
         for it in range(MAX_NEWTON_SLOW + MAX_BACKTRACKS):
             worst = residuals(m, es, sc, w, 0)
+            last = worst
             if worst <= tol and updates >= es.min_newton[w]:  # law rows: at least one update
                 converged = 1
                 sc.rfresh[w] = 1
@@ -1266,9 +1268,12 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     sc.dlam[w, i] = -sc.lam[w, i]
                     sc.lam[w, i] = wp.float64(0.0)
                     changed = 1
-            elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1 and converged != 0:
+            elif (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1 and (
+                    converged != 0 or last <= ACCEPT_FACTOR * tol):
                 # only a converged pass's impulse says a force exceeds its bound: an iterate's may
-                # be far off (a thin rod's friction read 400x its bound, slipped and was accepted)
+                # be far off (a thin rod's friction read 400x its bound, slipped and was accepted);
+                # so does a pass that ran out of updates within what a step accepts (else a step
+                # was committed with a sticking friction impulse 6e6 times its bound)
                 bound = es.hkick[w] * m.row_fmax[w, i]  # the force limit over the kick
                 if mode == MODE_FRICTION:
                     bound = es.lmax[w, i]  # static or dynamic friction effort times the kick
