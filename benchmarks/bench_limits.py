@@ -15,9 +15,7 @@ import argparse
 import math
 import time
 
-import numpy as np
-
-from bench_scale import DT, LINK, _axis_z, chain_mjcf, steps_for
+from bench_scale import DT, LINK, _axis_z, bench_mujoco, steps_for
 from chain import chain_model
 
 CLOCK = time.process_time
@@ -48,26 +46,6 @@ def bench_usdphys(n: int, lim, repeat: int):
             float(run.max_constraint_error[0]))
 
 
-def bench_mujoco(n: int, lim, repeat: int):
-    import mujoco
-
-    xml = chain_mjcf(n, "revolute", "Euler")
-    if lim is not None:
-        xml = xml.replace('axis="0 1 0"/>', f'axis="0 1 0" limited="true" range="{-lim} {lim}"/>')
-    model = mujoco.MjModel.from_xml_string(xml)
-    data = mujoco.MjData(model)
-    steps = steps_for(n)
-    rate = 0.0
-    for _ in range(repeat):
-        mujoco.mj_resetData(model, data)
-        t0 = CLOCK()
-        for _ in range(steps):
-            mujoco.mj_step(model, data)
-        rate = max(rate, steps / (CLOCK() - t0))
-    R = data.xmat[-1].reshape(3, 3)
-    return rate, float((data.xpos[-1] + R @ np.array([0.0, 0.0, -LINK]))[2])
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[30, 100])
@@ -81,7 +59,7 @@ def main(argv=None):
     for n in a.sizes:
         for lim in [None] + list(a.limits):
             rate, upd, fac, tip, err = bench_usdphys(n, lim, a.repeat)
-            mrate, mtip = bench_mujoco(n, lim, a.repeat)
+            mrate, _, mtip = bench_mujoco(n, "revolute", "Euler", a.repeat, lim)
             shown = "-" if lim is None else f"{lim:g}"
             print(f"{n:>4} {shown:>5} {rate:>12.4g} {upd:>5.2f} {fac:>5.2f} {tip:>10.4f} {err:>9.1e}"
                   f" {mrate:>13.4g} {mtip:>10.4f} {rate / mrate:>8.2f}", flush=True)

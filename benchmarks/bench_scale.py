@@ -101,9 +101,11 @@ def _axis_z(q):
     return np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])
 
 
-def chain_mjcf(n: int, joint: str, integrator: str) -> str:
-    """The chain in MJCF: body k's frame at rod k's top end, the rod along its -z."""
-    jt = '<joint type="hinge" axis="0 1 0"/>' if joint == "revolute" else '<joint type="ball"/>'
+def chain_mjcf(n: int, joint: str, integrator: str, limit: float | None = None) -> str:
+    """The chain in MJCF: body k's frame at rod k's top end, the rod along its -z; limit: each
+    hinge limited to +-limit deg (bench_limits.py)."""
+    rng = "" if limit is None else f' limited="true" range="{-limit} {limit}"'
+    jt = f'<joint type="hinge" axis="0 1 0"{rng}/>' if joint == "revolute" else '<joint type="ball"/>'
     inertial = (f'<inertial pos="0 0 {-LINK / 2}" mass="{MASS}" '
                 f'diaginertia="{TRANSVERSE!r} {TRANSVERSE!r} {AXIAL!r}"/>')
     body = ""
@@ -115,10 +117,10 @@ def chain_mjcf(n: int, joint: str, integrator: str) -> str:
             f'gravity="0 0 -9.81"><flag contact="disable"/></option><worldbody>{body}</worldbody></mujoco>')
 
 
-def bench_mujoco(n: int, joint: str, integrator: str, repeat: int = 1):
+def bench_mujoco(n: int, joint: str, integrator: str, repeat: int = 1, limit: float | None = None):
     import mujoco
 
-    model = mujoco.MjModel.from_xml_string(chain_mjcf(n, joint, integrator))
+    model = mujoco.MjModel.from_xml_string(chain_mjcf(n, joint, integrator, limit))
     data = mujoco.MjData(model)
     for _ in range(10):
         mujoco.mj_step(model, data)
