@@ -1631,10 +1631,10 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
             i += 1
             if m.row_mode[i] != MODE_EQUAL and sc.act[w, i] == 1:
                 held = 1
-    if assemble != 0 or hp != h or rescale != 0:
-        rs.run[w] = 1
-    elif held != 0:
+    if held != 0:  # before a retry's restart too: a later step must not extrapolate through this one
         rs.run[w] = 0
+    elif assemble != 0 or hp != h or rescale != 0:
+        rs.run[w] = 1
     else:
         rs.run[w] = rs.run[w] + 1
     i = int(-1)
