@@ -105,6 +105,13 @@ class Link:
     cone: tuple | None = None  # spherical: (coneAngle0Limit, coneAngle1Limit) in deg about the axis
 
 
+def needle_cone(cone) -> bool:
+    """A cone past 90 deg on one side and unequal (coneAngle0Limit, coneAngle1Limit in deg): its
+    boundary's far end is a needle tip a whipped swing may stop at with a one-line message, the
+    known limit the cone and friction properties accept (docs/solver.md, "Cone limits")."""
+    return cone is not None and max(cone) > 90.0 and cone[0] != cone[1]
+
+
 def inertia(link):
     it = link.mass * (link.length ** 2 / 12.0 + link.radius ** 2 / 4.0)
     return np.array([link.ratio * it, it, it])
