@@ -1047,6 +1047,41 @@ def test_a_stop_at_the_sequence_lock_names_it():
     assert f"limit rotY inside (-90, 90) deg, or leave {middle.group(1)} without limits and drives" in line
 
 
+# Found by the long campaign of seed 420 (friction property): a thin rod on a ball joint whose
+# rotZ is limited to 45 deg, below a Cardan root, carrying a prismatic link with 0.1 N of friction.
+# The held limit drives rotY onto the lock (-90.0 deg at t = 0.6933 s, at 1, 0.5 and 0.25 ms; without
+# the limit the tree runs 3 s), and the iteration diverges on the prismatic joint below it.
+ANOTHER_JOINTS_LIMIT_ON_THE_LOCK = [
+    H.Link(-1, "d6", free=(False, False, False, False, True, True), length=1.0, radius=0.02,
+           rot=(0.07654655446197431, -0.5125943710327117, 0.8552120414175532, 0.0),
+           jrot=(0.05852480232715607, -0.9215272665023804, 0.18330316245555878, 0.33728674054145813)),
+    H.Link(-1, "revolute", length=1.0, radius=0.02, rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.0, 1.0, 0.0)),
+    H.Link(0, "d6", free=(False, False, False, True, True, True), length=0.173828125, radius=0.02, ratio=0.01,
+           rot=(0.0, 0.9495281805930367, 0.3136817403988916, 0.0),
+           jrot=(-0.3940180540084839, 0.4968118369579315, 0.5618522763252258, 0.5312718152999878),
+           attach=0.0, limits={5: (-math.inf, 45.0)}),
+    H.Link(2, "prismatic", axis=2, length=0.765625, radius=0.02, mass=0.07498942093324558, ratio=0.01,
+           rot=(-0.18889539204367714, 0.05477531003921751, -0.24392553250963211, -0.9496412643017706),
+           jrot=(0.7071067690849304, 0.0, 0.7071067690849304, 0.0), friction=0.1)]
+
+
+def test_a_stop_at_the_lock_names_a_limit_on_another_joint():
+    """The step stops on the joint below (ANOTHER_JOINTS_LIMIT_ON_THE_LOCK); the one line names
+    the joint whose rotZ limit sits on the lock and where its rotY was, not only the joint the
+    divergence ended on."""
+    res = H.run_usdphys(H.tree_usda(ANOTHER_JOINTS_LIMIT_ON_THE_LOCK), timeout=120.0, duration=1.0, dt=1e-3, fps=100)
+    assert res[0] == "usdphys_error", res[:2]
+    line = res[1].strip()
+    assert "\n" not in line, line
+    when = re.search(r"the step at t = ([0-9.]+) s did not converge", line)
+    assert when is not None and abs(float(when.group(1)) - 0.6933) < 1e-3, line
+    middle = re.search(r"/J2 has a limit on its rotZ, which is an angle of the x-y-z sequence, and rotY was at "
+                       r"(-?[0-9.]+) deg, near the sequence's lock", line)
+    assert middle is not None, line
+    assert 80.0 <= abs(float(middle.group(1))) <= 90.0
+    assert "limit rotY inside (-90, 90) deg, or leave rotZ without limits and drives" in line
+
+
 def test_a_stop_on_a_fast_thin_body_names_it():
     """A rod of axial ratio 1e-5 on a Cardan joint (rotY, rotZ free) below a capsule on a ball
     joint: its joints leave it nearly free about its axis twice a turn of rotZ, and there it

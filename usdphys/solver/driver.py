@@ -653,26 +653,40 @@ class Solver:
                      f"(off by {err[w]:.3g} m or rad); bodies were moved onto the joints before t = 0")
 
     def _sequence_lock_note(self, row: int, w: int) -> str:
-        """Why a step stopped on the first or last angle of a three-rotation joint's x-y-z
-        sequence, when the middle angle was near +-90 deg at the step's start: there the two
-        turn about almost one axis and their split is ill-conditioned (docs/solver.md, "Stop 34")."""
+        """Why a step stopped near the lock of a three-rotation joint's x-y-z sequence: the middle
+        angle near +-90 deg at the step's start, where the first and last angles turn about almost
+        one axis and their split is ill-conditioned (docs/solver.md, "Stop 34"). The stopping row
+        itself, or else any row on a first or last angle (a limit, a drive, a lock, friction): the
+        iteration diverges through the whole tree, so the row it ends on may be another joint's;
+        and a limit need not have held in the last step, since near the lock those angles move
+        1 / cos(middle) times faster than the bodies turn (5.8x at 80 deg)."""
         rows = self.rows
-        if not 0 <= row < self.R or int(rows.kind[row]) != RowKind.TWIST or int(rows.axis[row]) not in (6, 8):
-            return ""
+        mode = np.asarray(rows.mode)
+        kind = np.asarray(rows.kind)
+        axis = np.asarray(rows.axis)
+        on_angle = (kind == RowKind.TWIST) & np.isin(axis, (6, 8))
+        acting = on_angle & (mode != RowMode.CARRIER)
+        candidates = ([row] if 0 <= row < self.R and on_angle[row] else []) + [
+            int(i) for i in np.flatnonzero(acting) if i != row]
         rot = self.state()[1][w]
         identity = np.array([0.0, 0.0, 0.0, 1.0])
-        b0, b1 = int(rows.b0[row]), int(rows.b1[row])
-        r0 = rot[b0] if b0 >= 0 else identity
-        r1 = rot[b1] if b1 >= 0 else identity
-        a = quat_rotate(quat_mul(r0, np.asarray(rows.q0[row], float)), np.array([1.0, 0.0, 0.0]))
-        c = quat_rotate(quat_mul(r1, np.asarray(rows.q1[row], float)), np.array([0.0, 0.0, 1.0]))
-        middle = math.degrees(math.atan2(float(np.dot(c, a)), float(np.linalg.norm(np.cross(c, a)))))
-        if abs(middle) < SEQUENCE_LOCK_NOTE_DEG:
-            return ""
-        angle = "rotX" if int(rows.axis[row]) == 6 else "rotZ"
-        return (f"; its {angle} is an angle of the x-y-z sequence, and rotY was at {middle:.1f} deg, near the "
-                f"sequence's lock at +-90 deg where rotX and rotZ turn about one axis: limit rotY inside "
-                f"(-90, 90) deg, or leave {angle} without limits and drives")
+        for i in candidates:
+            b0, b1 = int(rows.b0[i]), int(rows.b1[i])
+            r0 = rot[b0] if b0 >= 0 else identity
+            r1 = rot[b1] if b1 >= 0 else identity
+            a = quat_rotate(quat_mul(r0, np.asarray(rows.q0[i], float)), np.array([1.0, 0.0, 0.0]))
+            c = quat_rotate(quat_mul(r1, np.asarray(rows.q1[i], float)), np.array([0.0, 0.0, 1.0]))
+            middle = math.degrees(math.atan2(float(np.dot(c, a)), float(np.linalg.norm(np.cross(c, a)))))
+            if abs(middle) < SEQUENCE_LOCK_NOTE_DEG:
+                continue
+            angle = "rotX" if int(axis[i]) == 6 else "rotZ"
+            what = {RowMode.LOWER: "a limit", RowMode.UPPER: "a limit", RowMode.EQUAL: "a lock",
+                    RowMode.FRICTION: "friction"}.get(int(mode[i]), "a drive")
+            who = f"its {angle}" if i == row else f"{self._row_source(i)} has {what} on its {angle}, which"
+            return (f"; {who} is an angle of the x-y-z sequence, and rotY was at {middle:.1f} deg, near the "
+                    f"sequence's lock at +-90 deg where rotX and rotZ turn about one axis: limit rotY inside "
+                    f"(-90, 90) deg, or leave {angle} without limits and drives")
+        return ""
 
     def _fast_body_note(self, w: int, dt: float) -> str:
         """The body that turned fastest at the start of a step that stopped, where it turned more
