@@ -1268,18 +1268,20 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     sc.dlam[w, i] = -sc.lam[w, i]
                     sc.lam[w, i] = wp.float64(0.0)
                     changed = 1
-        # a force bound is judged on a pass whose limits stay as they are (or on the last pass):
-        # an impulse found with a limit that then leaves says little about the step without it.
-        # Both at once took a friction row sliding and its joint's limit off together, where the
-        # joint's other body (a rod of axial inertia 1e-6 of its largest) is then driven by that
-        # friction alone, and every later pass diverged; one at a time, the friction sticks
-        limits_changed = changed
+        # a pass that stalled (within what a step accepts, not converged) judges force bounds
+        # only where its limits stay as they are (or on the last pass): its impulses are those of
+        # a set about to change, and only roughly. Both at once took a friction row sliding and
+        # its joint's limit off together, where the joint's other body (a rod of axial inertia
+        # 1e-6 of its largest) is then driven by that friction alone, and every later pass
+        # diverged; one at a time, the friction stays stuck
+        judge = converged
+        if converged == 0 and last <= ACCEPT_FACTOR * tol and (changed == 0 or p == MAX_PASSES - 1):
+            judge = 1
         i = int(-1)
         while i < n_set - 1:
             i += 1
             mode = m.row_mode[i]
-            if (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1 and (
-                    converged != 0 or last <= ACCEPT_FACTOR * tol) and (limits_changed == 0 or p == MAX_PASSES - 1):
+            if (mode == MODE_SOFT or mode == MODE_FRICTION) and sc.act[w, i] == 1 and judge != 0:
                 # only a converged pass's impulse says a force exceeds its bound: an iterate's may
                 # be far off (a thin rod's friction read 400x its bound, slipped and was accepted);
                 # so does a pass that ran out of updates within what a step accepts (else a step
