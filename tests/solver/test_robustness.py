@@ -1055,6 +1055,17 @@ def test_a_friction_row_is_clamped_only_on_converged_impulses():
     assert np.max(np.linalg.norm(res[2][-1, 0] - ref, axis=1)) < 1e-3
 
 
+def one_line_stop_at(text, t, duration):
+    """The one line of a run at 1 ms expected to stop at t (s, within 1 ms)."""
+    res = H.run_usdphys(text, timeout=120.0, duration=duration, dt=1e-3, fps=100)
+    assert res[0] == "usdphys_error", res[:2]
+    line = res[1].strip()
+    assert "\n" not in line, line
+    when = re.search(r"the step at t = ([0-9.]+) s did not converge", line)
+    assert when is not None and abs(float(when.group(1)) - t) < 1e-3, line
+    return line
+
+
 def test_a_stop_at_the_sequence_lock_names_it():
     """Still open: both first and last angles limited (+-10 and +-60 deg) on the rod above. At the
     lock their two limits' surfaces have opposite normals (rotX and rotZ turn about one axis) and
@@ -1063,12 +1074,7 @@ def test_a_stop_at_the_sequence_lock_names_it():
     lk = H.Link(-1, "d6", free=(False, True, False, True, True, True), axis=0, length=1.0, radius=0.02,
                 rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.9238795042037964, -0.3826834261417389, 0.0),
                 limits={3: (-10.0, 10.0), 5: (-60.0, 60.0)})
-    res = H.run_usdphys(H.tree_usda([lk]), timeout=120.0, duration=1.0, dt=1e-3, fps=100)
-    assert res[0] == "usdphys_error", res[:2]
-    line = res[1].strip()
-    assert "\n" not in line, line
-    when = re.search(r"the step at t = ([0-9.]+) s did not converge", line)
-    assert when is not None and abs(float(when.group(1)) - 0.5166) < 1e-3, line
+    line = one_line_stop_at(H.tree_usda([lk]), 0.5166, duration=1.0)
     middle = re.search(r"its (rot[XZ]) is an angle of the x-y-z sequence, and rotY was at (-?[0-9.]+) deg", line)
     assert middle is not None, line
     assert 80.0 <= abs(float(middle.group(2))) <= 90.0
@@ -1097,12 +1103,7 @@ def test_a_stop_at_the_lock_names_a_limit_on_another_joint():
     """The step stops on the joint below (ANOTHER_JOINTS_LIMIT_ON_THE_LOCK); the one line names
     the joint whose rotZ limit sits on the lock and where its rotY was, not only the joint the
     divergence ended on."""
-    res = H.run_usdphys(H.tree_usda(ANOTHER_JOINTS_LIMIT_ON_THE_LOCK), timeout=120.0, duration=1.0, dt=1e-3, fps=100)
-    assert res[0] == "usdphys_error", res[:2]
-    line = res[1].strip()
-    assert "\n" not in line, line
-    when = re.search(r"the step at t = ([0-9.]+) s did not converge", line)
-    assert when is not None and abs(float(when.group(1)) - 0.6933) < 1e-3, line
+    line = one_line_stop_at(H.tree_usda(ANOTHER_JOINTS_LIMIT_ON_THE_LOCK), 0.6933, duration=1.0)
     middle = re.search(r"/J2 has a limit on its rotZ, which is an angle of the x-y-z sequence, and rotY was at "
                        r"(-?[0-9.]+) deg, near the sequence's lock", line)
     assert middle is not None, line
@@ -1123,12 +1124,7 @@ def test_a_stop_on_a_fast_thin_body_names_it():
            H.Link(0, "d6", free=(False, False, False, False, True, True), axis=0, length=0.5, radius=0.02,
                   ratio=1e-5, rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.7071067690849304, -0.5, 0.5, 0.0))]
     text = H.tree_usda(lks)
-    res = H.run_usdphys(text, timeout=120.0, duration=2.5, dt=1e-3, fps=100)
-    assert res[0] == "usdphys_error", res[:2]
-    line = res[1].strip()
-    assert "\n" not in line, line
-    when = re.search(r"the step at t = ([0-9.]+) s did not converge", line)
-    assert when is not None and abs(float(when.group(1)) - 2.068) < 1e-3, line
+    line = one_line_stop_at(text, 2.068, duration=2.5)
     fast = re.search(r"/L1 turned at ([0-9.e+]+) deg/s at the step's start \(([0-9.]+) deg in one step\), and its "
                      r"inertia about one axis is ([0-9.e-]+) of its largest \(a thin body", line)
     assert fast is not None, line
