@@ -1445,18 +1445,14 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         sc.wl1[w, i] = wl1
     # 3. A = G M^-1 G^T, unless the last factorisation is reused (modified Newton); the angular
     # responses I^-1 G^T only A needs (and contact, which always rebuilds A) with it
-    # a step of equal rows alone: every row an equal row, or no limit held in the last step and
-    # none in the factor an earlier step left (a limit entering below refactorises, solve_rows)
+    # a step of equal rows alone: every row an equal row, or no limit held in the last committed
+    # step (the commit sets rs.run = 0 after one, and before the first) and none in the factor an
+    # earlier step left (a limit entering below refactorises, solve_rows)
     quiet = int(0)
     if m.equal_only != 0:
         quiet = int(1)
-    elif m.hard_only != 0 and assemble == 0 and sc.fheld[w] == 0:
+    elif m.hard_only != 0 and assemble == 0 and sc.fheld[w] == 0 and rs.run[w] != 0:
         quiet = int(1)
-        i = int(-1)
-        while i < nr - 1:
-            i += 1
-            if m.row_mode[i] != MODE_EQUAL and rs.lwarm[w, i] > wp.float64(0.0):
-                quiet = 0
     age = sc.fage[w]
     if assemble != 0 or quiet == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
         angular_responses(m, st, sc, w)
