@@ -567,15 +567,14 @@ FRICTION_ON_A_HINGE_CARRIED_BY_A_THIN_ROD = [
 # friction. A pass that stalled at 7e-10 released the limit and let the friction slide in one
 # active-set change; with the limit gone the rod's spin is driven by that friction alone, and
 # every later pass diverged at every step size (t = 0.961 s). One change at a time, it runs.
-_ABOUT_THE_ROD = dict(rot=(0.0, 0.0, 1.0, 0.0), jrot=(0.0, 0.0, 1.0, 0.0))
 FRICTION_AND_A_LIMIT_ON_HINGES_ABOUT_A_THIN_ROD = [
-    H.Link(-1, "spherical", axis=1, length=0.109375, ratio=1e-6, cone=(30.0, 60.0), **_ABOUT_THE_ROD),
+    H.Link(-1, "spherical", axis=1, length=0.109375, ratio=1e-6, cone=(30.0, 60.0), **_X),
     H.Link(0, "revolute", length=1.0, rot=(0.0, -0.7071067811865477, 0.7071067811865474, 0.0),
            jrot=(0.0, 0.0, 1.0, 0.0), limits={3: (-170.0, 170.0)}),
-    H.Link(0, "revolute", length=1.0, **_ABOUT_THE_ROD),
-    H.Link(0, "revolute", length=1.0, **_ABOUT_THE_ROD),
-    H.Link(0, "revolute", length=1.0, **_ABOUT_THE_ROD),
-    H.Link(0, "revolute", length=0.1015625, friction=0.1, **_ABOUT_THE_ROD)]
+    H.Link(0, "revolute", length=1.0, **_X),
+    H.Link(0, "revolute", length=1.0, **_X),
+    H.Link(0, "revolute", length=1.0, **_X),
+    H.Link(0, "revolute", length=0.1015625, friction=0.1, **_X)]
 
 
 @pytest.mark.parametrize("lks", [CARDAN_THIN_ROD_RETRIED_SMALLER, THIN_ROD_ON_BALL_JOINT, THIN_ROD_THROUGH_CARDAN_LOCK,
