@@ -15,7 +15,6 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from sim_helpers import angle_about, body, joint, stage
-from usdphys.errors import UsdphysError
 from usdphys.simulate import simulate
 
 G = 9.81
@@ -23,14 +22,14 @@ LEADER = dict(m=1.0, r=0.5, icm=0.01, hinge=0.0)
 FOLLOWER = dict(m=0.7, r=0.3, icm=0.02, hinge=2.0)
 
 
-def pair(coef0_deg=0.0, coef1=1.0, mimic="", follower_type="PhysicsRevoluteJoint"):
+def pair(coef0_deg=0.0, coef1=1.0, mimic=""):
     def pend(name, p):
         return body(name, pos=(p["hinge"] + p["r"], 0, 0), mass=p["m"], inertia=(p["icm"], p["icm"], p["icm"]))
     text = pend("L", LEADER) + pend("F", FOLLOWER)
     text += joint("PhysicsRevoluteJoint", "JL", "L", pos0=(0, 0, 0), pos1=(-LEADER["r"], 0, 0), axis="Y")
     mimic = mimic or (f"rel newton:mimicJoint = </JL>\n    float newton:mimicCoef0 = {coef0_deg}\n"
                       f"    float newton:mimicCoef1 = {coef1}")
-    text += joint(follower_type, "JF", "F", pos0=(FOLLOWER["hinge"], 0, 0), pos1=(-FOLLOWER["r"], 0, 0), axis="Y",
+    text += joint("PhysicsRevoluteJoint", "JF", "F", pos0=(FOLLOWER["hinge"], 0, 0), pos1=(-FOLLOWER["r"], 0, 0), axis="Y",
                   extra=mimic, schemas='"NewtonMimicAPI"')
     return stage(text, gravity=G)
 
@@ -92,9 +91,63 @@ def test_dangling_leader_is_a_warning_and_the_coupling_is_dropped(caplog):
     assert np.all(np.isfinite(res.positions))
 
 
-def test_coupling_a_slide_to_a_hinge_is_an_error():
-    with pytest.raises(UsdphysError, match="JF.*NewtonMimicAPI"):
-        simulate(pair(follower_type="PhysicsPrismaticJoint"), duration=0.01, dt=1e-3, fps=100)
+def _one_dof(mass, force, T, x0=0.0):
+    """x(T) of mass * x'' = force(x) from rest (scipy, 1e-12)."""
+    sol = solve_ivp(lambda _, y: [y[1], force(y[0]) / mass], (0, T), [x0, 0.0], rtol=1e-12, atol=1e-12)
+    return sol.y[0, -1]
+
+
+def test_a_hinge_follows_a_slide_in_radians_per_stage_length():
+    """gymnasium's kitchen couples each oven knob (a hinge) to its burner (a slide) with
+    coef1 = 174: MuJoCo's polycoef in its joint coordinates, radians per metre, which
+    mujoco-usd-converter writes unchanged and Newton reads as such. Here, in centimetres
+    (metersPerUnit 0.01): a vertical slider L (0.5 kg) and a pendulum F hinged about Y with
+    q_f = coef1 z_l, coef1 = 0.0625 rad per cm = 6.25 rad/m (a float attribute: exact in float32).
+    One DOF z: kinetic energy
+    (m_l + c1^2 I_f) z'^2 / 2, potential m_l g z - m_f g r sin(c1 z), so the falling pendulum lifts
+    the slider. Tolerances: the coupling holds to 1e-9 rad; z(T) within 1e-5 m of the reference
+    (measured 4.6e-7 m at dt 1e-3: the step is second order); read as radians per centimetre
+    (unconverted) or in degrees, the slider would move by centimetres."""
+    m_l, m_f, r, icm, c1, g, T = 0.5, 0.7, 0.3, 0.02, 6.25, 9.81, 0.5
+    cm = 100.0
+    text = (body("L", pos=(0, 0, 0), mass=m_l, inertia=(100, 100, 100))
+            + body("F", pos=(2 * cm + r * cm, 0, 0), mass=m_f, inertia=(icm * cm ** 2,) * 3)
+            + joint("PhysicsPrismaticJoint", "JL", "L", axis="Z")
+            + joint("PhysicsRevoluteJoint", "JF", "F", pos0=(2 * cm, 0, 0), pos1=(-r * cm, 0, 0), axis="Y",
+                    extra=f"rel newton:mimicJoint = </JL>\n    float newton:mimicCoef1 = {c1 / cm}",
+                    schemas='"NewtonMimicAPI"'))
+    res = simulate(stage(text, gravity=g * cm, mpu=0.01), duration=T, dt=1e-3, fps=10)
+    z = res.positions[:, 0, res.body_paths.index("/L"), 2]
+    qf = angle_about(res.orientations[:, 0, res.body_paths.index("/F")], 1)
+    assert np.max(np.abs(qf - c1 * z)) < 1e-9
+    inertia_f = icm + m_f * r ** 2
+    expect = _one_dof(m_l + c1 ** 2 * inertia_f, lambda x: m_f * g * r * c1 * math.cos(c1 * x) - m_l * g, T)
+    assert expect > 0.1  # the slider rose and the knob turned by more than half a radian
+    assert abs(z[-1] - expect) < 1e-5
+
+
+def test_a_slide_follows_a_hinge_in_stage_lengths_per_radian():
+    """The other way round: a slider F (1 kg, along Z) follows a pendulum L with
+    z_f = coef0 + coef1 q_l, coef0 = 0.0625 m (the follower's units), coef1 = 0.25 m per radian
+    (both exact in float32).
+    One DOF q: (I_l + c1^2 m_f) q'' = m_l g r cos q - m_f g c1. coef0 is imposed before t = 0 (a
+    warning); then the coupling holds to 1e-9 m and q(T) matches the reference to 1e-5 rad
+    (measured 1.1e-6 rad at dt 1e-3)."""
+    m_l, m_f, r, icm, c0, c1, g, T = 1.0, 1.0, 0.5, 0.01, 0.0625, 0.25, 9.81, 0.5
+    text = (body("L", pos=(r, 0, 0), mass=m_l, inertia=(icm,) * 3)
+            + body("F", pos=(2, 0, 0), mass=m_f, inertia=(1, 1, 1))
+            + joint("PhysicsRevoluteJoint", "JL", "L", pos1=(-r, 0, 0), axis="Y")
+            + joint("PhysicsPrismaticJoint", "JF", "F", pos0=(2, 0, 0), axis="Z",
+                    extra=f"rel newton:mimicJoint = </JL>\n    float newton:mimicCoef0 = {c0}\n"
+                          f"    float newton:mimicCoef1 = {c1}", schemas='"NewtonMimicAPI"'))
+    res = simulate(stage(text, gravity=g), duration=T, dt=1e-3, fps=10)
+    ql = angle_about(res.orientations[:, 0, res.body_paths.index("/L")], 1)
+    zf = res.positions[:, 0, res.body_paths.index("/F"), 2]
+    assert np.max(np.abs(zf - (c0 + c1 * ql))) < 1e-9
+    expect = _one_dof(icm + m_l * r ** 2 + c1 ** 2 * m_f, lambda q: m_l * g * r * math.cos(q) - m_f * g * c1, T,
+                      x0=ql[0])
+    assert expect - ql[0] > 0.3
+    assert abs(ql[-1] - expect) < 1e-5
 
 
 @pytest.mark.parametrize("leader", ["UX", "UY"])

@@ -14,7 +14,8 @@ Tolerance (the brief of the comparison): centres of mass within 1e-4 m after 0.5
 at dt = 1e-3: <= 6e-7 m for the joint attributes (second order in dt), <= 4e-6 m with the
 equality constraints (the joint equality starts 0.1 rad off: MuJoCo's stiff soft constraint
 snaps it in over its 2e-4 s time constant, usdphys moves it before t = 0; that start, not dt,
-sets the 3e-6 m left); MuJoCo's own dt convergence is 1e-11 m. MuJoCo's equality constraints are
+sets the 3e-6 m left), 7e-6 m with a hinge and a slide coupled both ways (a slide follower 0.0625 m
+off at the start, snapped in the same way); MuJoCo's own dt convergence is 1e-11 m. MuJoCo's equality constraints are
 soft: the spec makes them stiff (solref 2e-4, solimp 0.9999) to compare with usdphys' hard rows.
 Dropping the spring, the armature or the coupling moves the bodies by centimetres; measuring the
 universal joint's second hinge as a twist about frame 0's axis (instead of its Cardan angle)
@@ -61,7 +62,17 @@ EQUALITY = [
 ]
 # joint equality jf = 0.1 - 0.5 jp; connect r3's point (0.6, 0, 0) to r2 (a four-bar); weld w2 to
 # w1 (two pendulums on one axis that swing as one body)
-JOINT_EQ = ("jf", "jp", 0.1, -0.5)
+JOINT_EQ = [("jf", "jp", 0.1, -0.5)]
+# joints of two kinds coupled (gymnasium's kitchen: each oven knob follows its burner's slide):
+# polycoef in MuJoCo's joint coordinates, radians per metre and metres per radian; coef0 of a
+# slide follower in metres
+CROSS = [
+    ("s", None, (0, 0, 1), ((0, 0, 0), 0.5, (0.01, 0.01, 0.01)), ("js", "slide", "Z", {})),
+    ("k", None, (0, 1, 1), ((0.3, 0, 0), 0.7, (0.02, 0.02, 0.02)), ("jk", "hinge", "Y", {})),
+    ("p", None, (0, 2, 1), ((0.5, 0, 0), 1.0, (0.01, 0.01, 0.01)), ("jp2", "hinge", "Y", {})),
+    ("t", None, (0, 3, 1), ((0, 0, 0), 1.0, (0.1, 0.1, 0.1)), ("jt", "slide", "Z", {})),
+]
+CROSS_EQ = [("jk", "js", 0.0, 6.25), ("jt", "jp2", 0.0625, 0.25)]
 CONNECT = ("r3", "r2", (0.6, 0, 0))
 WELD = ("w1", "w2")
 
@@ -88,8 +99,7 @@ def mjcf(spec, joint_eq=None, connect=None, weld=None):
                     f'<inertial pos="{fmt(com)}" mass="{mass}" diaginertia="{fmt(inertia)}"/>{bodies(name)}</body>')
         return out
     eq = ""
-    if joint_eq:
-        j1, j2, c0, c1 = joint_eq
+    for j1, j2, c0, c1 in joint_eq or ():
         eq += f'<joint joint1="{j1}" joint2="{j2}" polycoef="{c0} {c1} 0 0 0" {STIFF}/>'
     if connect:
         b1, b2, anchor = connect
@@ -132,12 +142,14 @@ def usda(spec, joint_eq=None, connect=None, weld=None):
                 if "armature" in attrs:
                     extra += f"float newton:armature = {attrs['armature']}\n"
                 apis_j = '"MjcJointAPI", "NewtonJointAPI"'
-                if joint_eq and joint_eq[0] == jn:
-                    leader = next(paths[b[0]] for b in spec if joint_eq[1] in [j[0] for j in _joints(b[4])])
+                for follower, leader_joint, c0, c1 in joint_eq or ():
+                    if follower != jn:
+                        continue
+                    leader = next(paths[b[0]] for b in spec if leader_joint in [j[0] for j in _joints(b[4])])
                     apis_j += ', "NewtonMimicAPI", "MjcEqualityJointAPI"'
-                    extra += (f"rel newton:mimicJoint = <{leader}/{joint_eq[1]}>\n"
-                              f"float newton:mimicCoef0 = {math.degrees(joint_eq[2])!r}\n"
-                              f"float newton:mimicCoef1 = {joint_eq[3]!r}\n")
+                    extra += (f"rel newton:mimicJoint = <{leader}/{leader_joint}>\n"
+                              f"float newton:mimicCoef0 = {math.degrees(c0) if angular else c0!r}\n"
+                              f"float newton:mimicCoef1 = {c1!r}\n")
                 kind = "PhysicsRevoluteJoint" if angular else "PhysicsPrismaticJoint"
                 joint_prims += f'''
     def {kind} "{jn}" ( prepend apiSchemas = [{apis_j}] ) {{
@@ -223,10 +235,14 @@ def usdphys_coms(text, duration=0.5, dt=1e-3):
     return {p.split("/")[-1]: com[i] for i, p in enumerate(r.body_paths)}
 
 
-@pytest.mark.parametrize("case", ["joint attributes", "equality constraints"])
+CASES = {"joint attributes": (ATTRS, {}),
+         "equality constraints": (EQUALITY, dict(joint_eq=JOINT_EQ, connect=CONNECT, weld=WELD)),
+         "a hinge and a slide coupled": (CROSS, dict(joint_eq=CROSS_EQ))}
+
+
+@pytest.mark.parametrize("case", list(CASES))
 def test_converted_mjcf_moves_as_in_mujoco(case):
-    spec, eq = (ATTRS, {}) if case == "joint attributes" else (EQUALITY, dict(joint_eq=JOINT_EQ, connect=CONNECT,
-                                                                               weld=WELD))
+    spec, eq = CASES[case]
     ref = mujoco_coms(mjcf(spec, **eq))
     got = usdphys_coms(usda(spec, **eq))
     assert set(got) == set(ref)

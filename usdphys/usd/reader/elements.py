@@ -627,9 +627,10 @@ class _Reader:
 
 
     def couplings(self, prims: list[Usd.Prim]) -> Couplings:
-        """NewtonMimicAPI on 1-DOF joints: follower = coef0 + coef1 * leader. A relationship
-        that leads nowhere usable is a warning (the coupling is dropped); mixed units are an
-        error (the schema leaves them undefined)."""
+        """NewtonMimicAPI on 1-DOF joints: follower = coef0 + coef1 * leader, coef0 in the
+        follower's units (degrees or stage lengths), coef1 between the joints' coordinates in
+        radians and stage lengths. A relationship that leads nowhere usable is a warning (the
+        coupling is dropped)."""
         out = Couplings()
         for prim in prims:
             path = str(prim.GetPath())
@@ -650,10 +651,6 @@ class _Reader:
                      f"{len(ldofs)}); the coupling is ignored")
                 continue
             angular, langular = dofs[0] in ANGULAR_DOFS, ldofs[0] in ANGULAR_DOFS
-            if angular != langular:
-                raise UsdphysError(f"{path}: NewtonMimicAPI couples a {'rotation' if angular else 'translation'} to "
-                                   f"{leader.GetPath()}'s {'rotation' if langular else 'translation'}; expected two joints "
-                                   "of one kind (the coefficients have no units across kinds)")
             coef0 = _scalar(prim, NEWTON_MIMIC_COEF0, 0.0)
             coef1 = _scalar(prim, NEWTON_MIMIC_COEF1, 1.0)
             higher = [n for n in MJC_POLY_COEFS if _scalar(prim, n, 0.0) != 0.0]
@@ -667,7 +664,12 @@ class _Reader:
             out.joint = np.append(out.joint, self.joint(path)).astype(np.int32)
             out.leader = np.append(out.leader, self.joint(str(leader.GetPath()))).astype(np.int32)
             out.coef0 = np.append(out.coef0, coef0 * (DEG if angular else self.units.length))
-            out.coef1 = np.append(out.coef1, coef1)
+            # coef1 relates the joints' own coordinates (radians, stage lengths), as Newton's importer
+            # and MuJoCo's polycoef read it: dimensionless between joints of one kind, radians per
+            # stage length where a hinge follows a slide (a gymnasium kitchen knob and its burner)
+            follower_unit = 1.0 if angular else self.units.length
+            leader_unit = 1.0 if langular else self.units.length
+            out.coef1 = np.append(out.coef1, coef1 * follower_unit / leader_unit)
         return out
 
 
