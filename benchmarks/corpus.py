@@ -4,7 +4,8 @@
 
 Sources (downloaded into the cache, never committed):
   * newton==1.8.0 wheel: every *.usda / *.usd under newton/examples/assets and newton/tests/assets;
-  * MJCF from dm-control (suite) and gymnasium-robotics wheels, converted with
+  * MJCF from the dm-control (suite, walkers, third-party arm and ant), gymnasium (its MuJoCo
+    tasks) and gymnasium-robotics wheels, converted with
     mujoco-usd-converter in its own venv (<cache>/conv; it pins mujoco>=3.16,<3.17).
 Each stage runs for 1 s at its default dt (the stage's, else usdphys' 1 ms) in a subprocess with a
 timeout, recording: loaded, finite, largest constraint residual, wall time, one-line error.
@@ -81,6 +82,16 @@ def newton_stages(cache):
     return [("newton 1.8.0", p, os.path.relpath(p, root)) for p in sorted(set(files))]
 
 
+# (wheel, its MJCF models): the control suite, dm_control's walkers (CMU humanoid, rodent, dog,
+# fruit fly), its Kinova arm and ant, gymnasium's classic MuJoCo tasks, gymnasium-robotics
+MJCF_SOURCES = (
+    ("dm-control", ["dm_control/suite/*.xml", "dm_control/locomotion/walkers/assets/*.xml",
+                    "dm_control/locomotion/walkers/assets/*/*.xml", "dm_control/third_party/*/*.xml"]),
+    ("gymnasium", ["gymnasium/envs/mujoco/assets/*.xml"]),
+    ("gymnasium-robotics", ["gymnasium_robotics/envs/assets/**/*.xml"]),
+)
+
+
 def mjcf_stages(cache, limit_each=None):
     conv = cache / "conv" / "bin" / "mujoco_usd_converter"
     if not conv.exists():
@@ -89,8 +100,7 @@ def mjcf_stages(cache, limit_each=None):
     if not conv.exists():
         return []
     out = []
-    for spec, pats in (("dm-control", ["dm_control/suite/*.xml"]),
-                       ("gymnasium-robotics", ["gymnasium_robotics/envs/assets/**/*.xml"])):
+    for spec, pats in MJCF_SOURCES:
         got = fetch(cache, spec)
         if not got:
             continue
@@ -98,7 +108,8 @@ def mjcf_stages(cache, limit_each=None):
         xmls = []
         for pat in pats:
             xmls += sorted(glob.glob(str(root / pat), recursive=True))
-        xmls = [x for x in xmls if "common" not in x and not Path(x).name.startswith(("include", "shared", "robot", "asset", "materials"))]
+        xmls = [x for x in xmls if "common" not in x and "build_" not in x
+                and not Path(x).name.startswith(("include", "shared", "robot", "asset", "materials", "scene"))]
         xmls = [x for x in xmls if "<mujocoinclude" not in Path(x).read_text(errors="ignore")[:4000]]  # fragments
         if limit_each and len(xmls) > limit_each:
             step = len(xmls) / limit_each
@@ -107,17 +118,23 @@ def mjcf_stages(cache, limit_each=None):
             rel = os.path.relpath(x, root)
             dest = cache / "usd" / whl.stem / Path(rel).with_suffix("")
             found = sorted(glob.glob(str(dest / "*.usd*")))
-            err = None
-            if not found:
+            failed = dest / "CONVERSION_FAILED.txt"  # the converter may leave a partial stage behind
+            err = failed.read_text().strip() if failed.exists() else None
+            if not found and err is None:
                 try:
                     r = sh([str(conv), x, str(dest)], 120)
                     found = sorted(glob.glob(str(dest / "*.usd*")))
-                    if not found:
-                        err = ((r.stderr or r.stdout).strip().splitlines() or ["no output"])[-1][:160]
+                    said = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
+                    broke = [i for i, ln in enumerate(said) if "Conversion failed" in ln]
+                    if broke or not found:
+                        err = " ".join(said[broke[0]:] if broke else said[-1:] or ["no output"])
+                        err = err.split("runtime error:")[-1].split("Conversion failed:")[-1].strip()[:160]
+                        dest.mkdir(parents=True, exist_ok=True)
+                        failed.write_text(err + "\n")
                 except subprocess.TimeoutExpired:
                     err = "converter timed out (120 s)"
             src = f"{whl.stem.split('-py')[0]} (MJCF)"
-            out.append((src, found[0] if found else None, rel, err))
+            out.append((src, found[0] if found and err is None else None, rel, err))
     return out
 
 
@@ -147,9 +164,11 @@ def main(argv=None):
     ap.add_argument("--mjcf-each", type=int, default=6, help="MJCF models converted per package")
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--out", default=str(HERE.parent / "docs" / "corpus.md"))
+    ap.add_argument("--only", default="", help="only the stages whose path contains this text")
     a = ap.parse_args(argv)
     cache = Path(a.cache)
     stages = [(s, p, rel, None) for s, p, rel in newton_stages(cache)] + mjcf_stages(cache, a.mjcf_each)
+    stages = [st for st in stages if a.only in st[2]]
     total = len(stages)
     if a.limit and total > a.limit:
         step = total / a.limit
