@@ -53,14 +53,15 @@ def mujoco_com(axes, pos=None):
     return d.xipos[1].copy()
 
 
-def usda(axes, flag=True, pos=None):
+def usda(axes, flag=True, pos=None, mjc=()):
+    """mjc: the joints (by index) that carry MjcJointAPI, as mujoco-usd-converter writes them."""
     pos = np.asarray(pos or [(0, 0, 0)] * len(axes), float)
     w = sum((np.dot(W0, AXES[a]) * np.array(AXES[a]) for a in axes), np.zeros(3))
     # the body origin moves about each hinge's point at that hinge's rate (MuJoCo's qvel above)
     v = sum((np.dot(W0, AXES[a]) * np.cross(AXES[a], -pos[i]) for i, a in enumerate(axes)), np.zeros(3))
     v = v + np.cross(w, COM)
     joints = "".join(f"""
-        def PhysicsRevoluteJoint "j{i}"
+        def PhysicsRevoluteJoint "j{i}"{' ( prepend apiSchemas = ["MjcJointAPI"] )' if i in mjc else ""}
         {{
             uniform token physics:axis = "{a}"
             rel physics:body0 = </World>
@@ -103,9 +104,9 @@ def Xform "World"
 """
 
 
-def usdphys_com(axes, flag=True, dt=1e-3, pos=None):
+def usdphys_com(axes, flag=True, dt=1e-3, pos=None, mjc=()):
     stage = Usd.Stage.CreateInMemory()
-    stage.GetRootLayer().ImportFromString(usda(axes, flag, pos))
+    stage.GetRootLayer().ImportFromString(usda(axes, flag, pos, mjc))
     r = simulate(stage, duration=DURATION, dt=dt, fps=10)
     return r.positions[-1, 0] + quat_rotate(r.orientations[-1, 0], COM)
 
@@ -148,6 +149,18 @@ def test_without_flag_the_pair_is_welded_with_one_warning(caplog):
     welds = [r.getMessage() for r in caplog.records if "weld" in r.getMessage()]
     assert len(welds) == 1 and "/World/b" in welds[0]
     assert np.linalg.norm(got - ANCHOR - COM) < 1e-6
+
+
+def test_mujoco_joints_add_without_the_flag(caplog):
+    """Joints that all carry MjcJointAPI are MuJoCo's, whose DOFs always add: the converter
+    authors the flag only on articulation roots, and gymnasium pusher's object (two slides to the
+    world outside any) was welded. With MjcJointAPI on one joint only, UsdPhysics semantics stay."""
+    ref = mujoco_com(("X", "Y"))
+    with caplog.at_level(logging.WARNING):
+        got = usdphys_com(("X", "Y"), flag=False, mjc=(0, 1))
+    assert not [r for r in caplog.records if "weld" in r.getMessage()]
+    assert np.linalg.norm(got - ref) < 1e-4, (got, ref)
+    assert np.linalg.norm(usdphys_com(("X", "Y"), flag=False, mjc=(0,)) - ANCHOR - COM) < 1e-6
 
 
 def test_springs_of_a_welded_stack_are_left_out_with_one_warning(caplog):

@@ -6,7 +6,9 @@ as its own 1-DOF PhysicsJoint on the same body pair and authors
 Plain UsdPhysics makes every joint a constraint of its own, so such a stack welds the pair.
 
 With the flag (on the joints' articulation root, any ancestor of a joint or of its bodies, or the
-joint itself) the joints of one body pair become one generic joint whose free DOFs are the
+joint itself), or where every joint of the stack carries MjcJointAPI (MuJoCo's joints always add;
+the converter authors the flag only on articulation roots, so bodies jointed to the world outside
+one come without it), the joints of one body pair become one generic joint whose free DOFs are the
 union, each keeping its limits and drive; NewtonJointAPI rows (armature, damping, friction) and
 motors of the stacked joints are moved onto the merged DOF by ``remap_elements``.
 
@@ -39,9 +41,11 @@ from pxr import Usd
 
 from usdphys.errors import warn
 from usdphys.math3d import matrix_to_quat, quat_mul, quat_rotate
+from usdphys.usd.check import has_api
 from usdphys.types.model import PER_JOINT_ARRAYS, Model
 
 ADD_MOBILITY = "newton:jointsAddMobility"
+MJC_JOINT_API = "MjcJointAPI"
 _ROT_TOKENS = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 _ANCHOR_TOL = 1e-5  # m: the converter writes anchors as float32 (point3f)
 _AXIS_TOL = 1e-4  # |cos| between axes; float32 quaternions give ~1e-7
@@ -56,6 +60,17 @@ def _flagged(stage: Usd.Stage, paths) -> bool:
                 return True
             prim = prim.GetParent()
     return False
+
+
+def _mujoco_joints(stage: Usd.Stage, joint_paths) -> bool:
+    """Every joint of the stack carries MjcJointAPI: they are MuJoCo's joints, whose DOFs always
+    add. mujoco-usd-converter authors the flag only on articulation roots, so a body slid or
+    hinged to the world outside one (gymnasium pusher's object and goal) comes without it."""
+    for path in joint_paths:
+        prim = stage.GetPrimAtPath(path)
+        if not prim or not prim.IsValid() or not has_api(prim, MJC_JOINT_API):
+            return False
+    return True
 
 
 def _prim_order(stage: Usd.Stage) -> dict[str, int]:
@@ -198,7 +213,8 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tupl
     for (ba, bb), js in sorted(stacks.items()):
         js = sorted(js, key=lambda j: order.get(model.joint_paths[j], 1 << 30))
         names = ", ".join(model.joint_paths[j] for j in js)
-        if not _flagged(stage, [model.joint_paths[j] for j in js] + [body_path(ba), body_path(bb)]):
+        paths = [model.joint_paths[j] for j in js]
+        if not (_flagged(stage, paths + [body_path(ba), body_path(bb)]) or _mujoco_joints(stage, paths)):
             welded.append(f"{body_path(ba) or 'world'} / {body_path(bb) or 'world'}")
             weld(js)
             continue
@@ -210,7 +226,7 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tupl
             continue
         fit = _fit(model, js)
         if isinstance(fit, str):
-            warn(f"stacked joints {names} ({ADD_MOBILITY}) cannot form one joint: {fit}; "
+            warn(f"stacked joints {names} (their DOFs add) cannot form one joint: {fit}; "
                  "each constrains on its own (UsdPhysics semantics)")
             weld(js)
             continue
