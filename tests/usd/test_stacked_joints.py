@@ -21,6 +21,7 @@ mujoco = pytest.importorskip("mujoco")
 import usdphys.usd  # noqa: E402,F401  (registers the schemas before pxr builds its registry)
 from pxr import Usd  # noqa: E402
 
+from usdphys.errors import UsdphysError  # noqa: E402
 from usdphys.math3d import quat_rotate  # noqa: E402
 from usdphys.simulate import simulate  # noqa: E402
 
@@ -151,6 +152,19 @@ def test_without_flag_the_pair_is_welded_with_one_warning(caplog):
     assert np.linalg.norm(got - ANCHOR - COM) < 1e-6
 
 
+def test_a_welding_stack_whose_joints_disagree_is_named():
+    """A welding stack is held as one fixed joint only where its joints agree on one pose; two
+    hinges whose frames sit 1 cm apart stay two joints, and the assembly names the one it cannot
+    hold (as for any joints that disagree)."""
+    text = usda(("X", "Y"), flag=False)
+    old = "point3f physics:localPos1 = (0.0, 0.0, 0.0)"
+    i = text.rfind(old)
+    stage = Usd.Stage.CreateInMemory()
+    stage.GetRootLayer().ImportFromString(text[:i] + "point3f physics:localPos1 = (0.0, 0.01, 0.0)" + text[i + len(old):])
+    with pytest.raises(UsdphysError, match="cannot all hold at once.*/World/b/j1 off by 0.01 m"):
+        simulate(stage, duration=0.1, dt=1e-3, fps=10)
+
+
 def test_mujoco_joints_add_without_the_flag(caplog):
     """Joints that all carry MjcJointAPI are MuJoCo's, whose DOFs always add: the converter
     authors the flag only on articulation roots, and gymnasium pusher's object (two slides to the
@@ -167,7 +181,7 @@ def test_springs_of_a_welded_stack_are_left_out_with_one_warning(caplog):
     """Three hinges at different points that cannot form one joint weld the pair; a viscous
     damping and an armature on one of them act on a DOF that cannot move. As compliant rows
     beside the hard rows locking the same direction they made the row system singular (dm_control's
-    dog: the scapula); they are left out, named, and the pair stays welded."""
+    dog: the scapula); they are left out, named, and the pair stays welded, as one fixed joint."""
     pos = [(0, 0, 0.1), (0.05, 0, -0.05), (0, 0.04, 0)]
     text = usda(("X", "Y", "Z"), flag=True, pos=pos).replace(
         'def PhysicsRevoluteJoint "j0"\n        {',
@@ -185,3 +199,6 @@ def test_springs_of_a_welded_stack_are_left_out_with_one_warning(caplog):
     assert r.model.elements is None or "/World/b/j0" not in r.model.elements.joint_dofs.joint_paths
     com = r.positions[-1, 0] + quat_rotate(r.orientations[-1, 0], COM)
     assert np.linalg.norm(com - ANCHOR - COM) < 1e-6  # welded: nothing moves
+    # held as one fixed joint, not as fifteen dependent rows whose float32 frames disagreed by 3.4e-8
+    assert r.model.joint_count == 1 and r.model.joint_type == ["fixed"]
+    assert float(np.max(r.max_constraint_error)) < 1e-11

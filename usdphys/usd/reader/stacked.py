@@ -29,7 +29,11 @@ translation rows hold its components along x0, y1 and x0 x y1, the last a CROSS 
 
 A stack that does not fit (axes not orthogonal, three hinges at different anchors, a slide after a
 hinge, two joints on one axis, other joint types) is left as UsdPhysics reads it, with one
-warning naming the joints and why: the pair stays welded where the joints' DOFs cannot add.
+warning naming the joints and why: the pair stays welded where the joints' DOFs cannot add. A
+stack that welds its pair and whose joints agree on one pose is held as one fixed joint at the
+first joint's frames (which `types.fixedmerge` may fold into one body): its joints' rows,
+fifteen for three hinges, are dependent, and their float32 frames disagreed by ~1e-8 m, the
+largest residual the dog and the rodent reported; joints that disagree stay as authored.
 Without the flag UsdPhysics semantics stay, with one warning naming the welded body pairs.
 """
 from __future__ import annotations
@@ -40,7 +44,7 @@ import numpy as np
 from pxr import Usd
 
 from usdphys.errors import warn
-from usdphys.math3d import matrix_to_quat, quat_mul, quat_rotate
+from usdphys.math3d import matrix_to_quat, quat_conj, quat_mul, quat_rotate
 from usdphys.usd.check import has_api
 from usdphys.types.model import PER_JOINT_ARRAYS, Model
 
@@ -49,6 +53,7 @@ MJC_JOINT_API = "MjcJointAPI"
 _ROT_TOKENS = ("transX", "transY", "transZ", "rotX", "rotY", "rotZ")
 _ANCHOR_TOL = 1e-5  # m: the converter writes anchors as float32 (point3f)
 _AXIS_TOL = 1e-4  # |cos| between axes; float32 quaternions give ~1e-7
+_WELD_TOL = 1e-6  # m or rad: a welding stack's joints agree on one pose this well to become one weld
 
 
 def _flagged(stage: Usd.Stage, paths) -> bool:
@@ -186,6 +191,38 @@ def locks_everything(model: Model, js: list[int]) -> bool:
     return bool(sv[5] > 1e-9 * max(sv[0], 1.0))
 
 
+def _held_as_one(model: Model, js: list[int]) -> bool:
+    """The stack's joints (all with js[0]'s body0) agree on one pose of the pair: where js[0]'s
+    frames coincide, every other joint's frames coincide up to its free DOF (a hinge's turn about
+    its axis, a slide along it). Then one weld at js[0]'s frames is the stack, without the
+    dependent rows (fifteen for three hinges) whose float32 frames disagree by ~1e-8."""
+    j0 = js[0]
+    q01 = quat_mul(model.joint_rot0[j0], quat_conj(model.joint_rot1[j0]))  # body 1 in body 0
+    p01 = model.joint_pos0[j0] - quat_rotate(q01, model.joint_pos1[j0])
+    e = np.eye(3)
+    for j in js[1:]:
+        if int(model.joint_body0[j]) != int(model.joint_body0[j0]) or model.joint_is_distance[j] \
+                or model.joint_composite[j]:
+            return False
+        free = np.flatnonzero(~model.joint_locked[j])
+        if len(free) > 1:
+            return False
+        p1 = p01 + quat_rotate(q01, model.joint_pos1[j])  # joint j's frame 1, seen from body 0
+        q1 = quat_mul(q01, model.joint_rot1[j])
+        dp = p1 - model.joint_pos0[j]
+        dq = quat_mul(quat_conj(model.joint_rot0[j]), q1)  # frame 1 in frame 0
+        if len(free) == 1 and free[0] >= 3:  # a hinge: its axis kept, its origin shared
+            a = e[free[0] - 3]
+            ok = np.linalg.norm(quat_rotate(dq, a) - a) < _WELD_TOL and np.linalg.norm(dp) < _WELD_TOL
+        else:  # a slide (along its axis) or a lock: frames parallel
+            a = quat_rotate(model.joint_rot0[j], e[free[0]]) if len(free) == 1 else np.zeros(3)
+            ok = (2 * np.linalg.norm(dq[:3]) < _WELD_TOL
+                  and np.linalg.norm(dp - (dp @ a) * a) < _WELD_TOL)
+        if not ok:
+            return False
+    return True
+
+
 def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tuple[int, str, float]], set[str]]:
     """Merge flagged stacks in place; returns ({stacked joint path: (merged joint index, DOF
     token, sign)} for every joint that was merged (its elements are remapped with it), the paths
@@ -209,6 +246,17 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tupl
     def weld(js):
         if locks_everything(model, js):
             welded_joints.update(model.joint_paths[j] for j in js)
+            if _held_as_one(model, js):  # one fixed joint instead (which fixedmerge may fold away)
+                j0 = js[0]
+                model.joint_type[j0] = "fixed"
+                model.joint_locked[j0] = True
+                model.joint_lower[j0], model.joint_upper[j0] = -np.inf, np.inf
+                for name in ("joint_drive_stiffness", "joint_drive_damping", "joint_drive_target_pos",
+                             "joint_drive_target_vel"):
+                    getattr(model, name)[j0] = 0.0
+                model.joint_drive_max_force[j0] = np.inf
+                model.joint_drive_accel[j0] = False
+                drop.update(js[1:])
 
     for (ba, bb), js in sorted(stacks.items()):
         js = sorted(js, key=lambda j: order.get(model.joint_paths[j], 1 << 30))
