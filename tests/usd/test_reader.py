@@ -209,6 +209,29 @@ def test_bad_input_is_a_clear_error(tmp_path):
         read_stage(str(bad))
 
 
+def test_a_joint_no_impulse_can_act_on_is_named_and_left_out(caplog):
+    """gymnasium's Adroit hands fix a kinematic (MuJoCo mocap) body to the world: neither side
+    moves under an impulse, so the joint cannot act, and its rows only reported how far the
+    float32 frames disagree (6e-9 m, the hands' largest joint residual). Left out with one line
+    each; a joint from a kinematic body to a dynamic one stays."""
+    stage = new_stage()
+    for path in ("/mocap", "/carrier"):
+        UsdPhysics.RigidBodyAPI(body(stage, path, pos=(0, 0, 1))).CreateKinematicEnabledAttr(True)
+    body(stage, "/b", pos=(0, 0, 2), mass=1.0, inertia=(1, 1, 1))
+    for name, b0, b1 in (("toWorld", None, "/mocap"), ("between", "/mocap", "/carrier"), ("kept", "/mocap", "/b")):
+        j = UsdPhysics.FixedJoint.Define(stage, f"/{name}")
+        if b0:
+            j.CreateBody0Rel().SetTargets([b0])
+        j.CreateBody1Rel().SetTargets([b1])
+    with caplog.at_level(logging.WARNING, logger="usdphys"):
+        model, _ = read_stage(stage)
+    assert model.joint_paths == ["/kept"]
+    said = [r.getMessage() for r in caplog.records if "it cannot act" in r.getMessage()]
+    assert len(said) == 2
+    assert any(m.startswith("/toWorld: ") and "kinematic /mocap and the world" in m for m in said)
+    assert any(m.startswith("/between: ") and "kinematic /mocap and /carrier" in m for m in said)
+
+
 def test_kinematic_body_without_mass_is_not_warned_but_dynamic_is(caplog):
     """A kinematic body's mass never enters the dynamics (converted Chrono ground bodies)."""
     stage = new_stage()

@@ -125,6 +125,14 @@ def _read_joint(stage, model, index, kind, path, d, mpu, kpu, warner):
     if b0 < 0 and b1 < 0:
         warner(path, "joint", "joint connects no simulated (dynamic or kinematic) body; ignored")
         return
+    kinematic = [str(d.body0 if i == 0 else d.body1) for i, b in enumerate((b0, b1))
+                 if b >= 0 and model.body_kinematic[b]]
+    if kinematic and all(b < 0 or model.body_kinematic[b] for b in (b0, b1)):
+        # no impulse moves either side (a MuJoCo mocap body fixed to the world): the joint cannot
+        # act, and its rows would only report how far the float32 frames disagree
+        warner(path, "joint", f"joint connects no dynamic body (kinematic {' and '.join(kinematic)}"
+                              f"{'' if len(kinematic) == 2 else ' and the world'}): it cannot act; ignored")
+        return
     if math.isfinite(d.breakForce) or math.isfinite(d.breakTorque):
         warner(path, "break", "breakForce / breakTorque (breakable joints) not simulated; the joint never breaks")
 
