@@ -1,10 +1,11 @@
 """usdphys on converted MJCF against native MuJoCo on the original MJCF: body positions after 0.5 s.
 
-    python benchmarks/mujoco_fidelity.py [--cache ~/.cache/usdphys-corpus] [--models humanoid,walker,...]
-                                         [--mjcf a.xml,b.xml] [--equality] [--duration 0.5] [--dt 1e-3]
+    python benchmarks/mujoco_fidelity.py [--cache ~/.cache/usdphys-corpus] [--source suite|gymnasium]
+                                         [--models humanoid,walker,...] [--mjcf a.xml,b.xml] [--equality]
+                                         [--duration 0.5] [--dt 1e-3]
 
-Models: the dm_control suite (from the dm-control wheel unpacked by benchmarks/corpus.py under
-<cache>/unz), converted with mujoco-usd-converter 0.8 (its own venv, <cache>/conv). Both sides run
+Models: the dm_control suite or, with --source gymnasium, gymnasium's MuJoCo tasks (from the wheels
+benchmarks/corpus.py unpacks under <cache>/unz), converted with mujoco-usd-converter 0.8 (its own venv, <cache>/conv). Both sides run
 the same mechanism (docs: foreign stages, "Comparing with native MuJoCo fairly"): the free joints
 are removed from the MJCF before converting (floating bases welded to the world), contact,
 actuation, friction loss, limits and equality constraints are off (MuJoCo disable flags; USD:
@@ -32,6 +33,10 @@ import numpy as np
 
 SUITE = "unz/dm_control-1.0.50-py3-none-any/dm_control/suite"
 DEFAULT_MODELS = "acrobot,cartpole,pendulum,reacher,cheetah,walker,hopper,finger,humanoid"
+# gymnasium's MuJoCo tasks (the wheel benchmarks/corpus.py unpacks): --source gymnasium
+GYMNASIUM = "unz/gymnasium-1.4.0-py3-none-any/gymnasium/envs/mujoco/assets"
+GYMNASIUM_MODELS = ("ant,half_cheetah,hopper,walker2d,humanoid,humanoidstandup,swimmer,reacher,pusher,"
+                    "inverted_double_pendulum,inverted_pendulum")
 
 
 def weld_floating(xml: str) -> str:
@@ -85,7 +90,10 @@ def usdphys_positions(usd_path: Path, duration: float, dt: float):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", default=os.path.expanduser("~/.cache/usdphys-corpus"))
-    ap.add_argument("--models", default=DEFAULT_MODELS)
+    ap.add_argument("--source", choices=("suite", "gymnasium"), default="suite",
+                    help="the dm_control suite or gymnasium's MuJoCo tasks")
+    ap.add_argument("--models", default="", help=f"comma-separated (suite default: {DEFAULT_MODELS}; "
+                    f"gymnasium: {GYMNASIUM_MODELS})")
     ap.add_argument("--mjcf", default="", help="comma-separated MJCF files to run instead of the suite")
     ap.add_argument("--equality", action="store_true", help="keep MuJoCo's equality constraints on")
     ap.add_argument("--duration", type=float, default=0.5)
@@ -94,7 +102,9 @@ def main(argv=None) -> int:
     import mujoco
 
     cache = Path(args.cache)
-    suite, conv = cache / SUITE, cache / "conv" / "bin" / "mujoco_usd_converter"
+    suite = cache / (GYMNASIUM if args.source == "gymnasium" else SUITE)
+    conv = cache / "conv" / "bin" / "mujoco_usd_converter"
+    models = args.models or (GYMNASIUM_MODELS if args.source == "gymnasium" else DEFAULT_MODELS)
     files = [Path(f).resolve() for f in args.mjcf.split(",") if f]
     if not conv.exists() or (not files and not suite.is_dir()):
         print(f"needs {suite} and {conv}: run benchmarks/corpus.py first", file=sys.stderr)
@@ -105,9 +115,9 @@ def main(argv=None) -> int:
     print("|---|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        if not files:
+        if not files and (suite / "common").is_dir():
             shutil.copytree(suite / "common", tmp / "common")
-        sources = files or [suite / f"{name}.xml" for name in args.models.split(",")]
+        sources = files or [suite / f"{name}.xml" for name in models.split(",")]
         for src in sources:
             name = src.stem
             xml = tmp / f"{name}.xml"
