@@ -56,6 +56,24 @@ def mujoco_com(axes, pos=None):
     return d.xipos[1].copy()
 
 
+# a stage with gravity and the world prim open: the jointed body "b" and a closing brace follow
+_HEAD = """#usda 1.0
+(
+    defaultPrim = "World"
+    metersPerUnit = 1
+    kilogramsPerUnit = 1
+    upAxis = "Z"
+)
+def Xform "World"
+{
+    def PhysicsScene "Scene"
+    {
+        vector3f physics:gravityDirection = (0, 0, -1)
+        float physics:gravityMagnitude = 9.81
+    }
+"""
+
+
 def usda(axes, flag=True, pos=None, mjc=()):
     """mjc: the joints (by index) that carry MjcJointAPI, as mujoco-usd-converter writes them."""
     pos = np.asarray(pos or [(0, 0, 0)] * len(axes), float)
@@ -75,21 +93,7 @@ def usda(axes, flag=True, pos=None, mjc=()):
             quatf physics:localRot1 = (1, 0, 0, 0)
         }}""" for i, a in enumerate(axes))
     mob = "uniform bool newton:jointsAddMobility = 1" if flag else ""
-    return f"""#usda 1.0
-(
-    defaultPrim = "World"
-    metersPerUnit = 1
-    kilogramsPerUnit = 1
-    upAxis = "Z"
-)
-def Xform "World"
-{{
-    def PhysicsScene "Scene"
-    {{
-        vector3f physics:gravityDirection = (0, 0, -1)
-        float physics:gravityMagnitude = 9.81
-    }}
-    def Xform "b" (
+    return _HEAD + f"""    def Xform "b" (
         prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsMassAPI", "PhysicsArticulationRootAPI"]
     )
     {{
@@ -272,21 +276,7 @@ def _stack_usda(joints, com, inertia, w0):
             quatf physics:localRot0 = {v3(q)}
             quatf physics:localRot1 = {v3(q)}
         }}"""
-    return f"""#usda 1.0
-(
-    defaultPrim = "World"
-    metersPerUnit = 1
-    kilogramsPerUnit = 1
-    upAxis = "Z"
-)
-def Xform "World"
-{{
-    def PhysicsScene "Scene"
-    {{
-        vector3f physics:gravityDirection = (0, 0, -1)
-        float physics:gravityMagnitude = 9.81
-    }}
-    def Xform "b" ( prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsMassAPI"] )
+    return _HEAD + f"""    def Xform "b" ( prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsMassAPI"] )
     {{
         double3 xformOp:translate = {v3(ANCHOR)}
         uniform token[] xformOpOrder = ["xformOp:translate"]
