@@ -636,6 +636,17 @@ def test_friction_and_a_cone_on_a_thin_rod():
     assert res is not None, "the run stopped (one line above)"
 
 
+def test_a_stop_on_a_slow_thin_body_names_it():
+    """The tree above stops where nothing turns fast (under 10 rad/s), so the fast-body note is
+    not given; the line names the thin rod the stopping joint hangs on, and its inertia ratio."""
+    line = one_line_stop_at(H.tree_usda(FRICTION_AND_A_CONE_ON_A_THIN_ROD), 0.5065, duration=1.0)
+    assert "/J4 off by" in line and "turned at" not in line
+    thin = re.search(r"; /L2, a body of that joint, has an inertia about one axis ([0-9.e-]+) of its largest "
+                     r"\(a thin body", line)
+    assert thin is not None, line
+    assert float(thin.group(1)) == pytest.approx(1e-6, rel=0.01)
+
+
 def test_a_step_that_fails_from_its_warm_start_is_tried_cold_at_the_floor():
     """The tree above run on to 2 s: at t = 1.557 s the limit (-170 deg) and the cone hold the
     rod with opposing impulses of 0.61 and 1.1 N s (near-dependent rows through its axial inertia,

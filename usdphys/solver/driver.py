@@ -707,6 +707,24 @@ class Solver:
         return (f"; {self.model.body_paths[b]} turned at {math.degrees(spin):.3g} deg/s at the step's start "
                 f"({math.degrees(spin * dt):.3g} deg in one step){thin}: a motion faster than the step resolves")
 
+    def _thin_body_note(self, row: int, w: int) -> str:
+        """A body of the stopping row whose inertia about one axis is below THIN_BODY_NOTE of its
+        largest, where no body turned fast (_fast_body_note says more then); "" otherwise. Through
+        such an axis the step's iteration, whose Jacobians are the step start's, contracts poorly
+        even when nothing moves fast (docs/reliability.md: a thin rod carrying friction and a cone)."""
+        if not 0 <= row < self.R:
+            return ""
+        inertia = self.m.inertia.numpy()
+        inertia = inertia[min(w, inertia.shape[0] - 1)]
+        for b in (int(self.rows.b0[row]), int(self.rows.b1[row])):
+            if 0 <= b < self.B and np.max(inertia[b]) > 0:
+                ratio = float(np.min(inertia[b]) / np.max(inertia[b]))
+                if ratio < THIN_BODY_NOTE:
+                    return (f"; {self.model.body_paths[b]}, a body of that joint, has an inertia about one axis "
+                            f"{ratio:.2g} of its largest (a thin body: the iteration converges poorly through "
+                            "that axis)")
+        return ""
+
     def _raise_blowup(self, status: np.ndarray, dt: float) -> None:
         w = int(np.flatnonzero(status)[0])
         world = f" in world {w}" if self.W > 1 else ""
@@ -722,7 +740,8 @@ class Solver:
                 what = (f"{self._row_source(row)} is still off by {err:.3g} m or rad "
                         f"(tolerance {self.tol * float(K.ACCEPT_FACTOR):.3g})")
             what += self._sequence_lock_note(row, w)
-            what += self._fast_body_note(w, dt)
+            fast = self._fast_body_note(w, dt)
+            what += fast or self._thin_body_note(row, w)
             contact = ("; colliders that overlap at the start push against the joints: filter them "
                        "(physics:filteredPairs, collision groups, physics:collisionEnabled)") if self.cm.n_pairs else ""
             turn = "" if self.max_turn else ", or --max-turn 0.1 (steps retried smaller where a body turns fast)"
