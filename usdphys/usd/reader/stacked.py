@@ -197,12 +197,13 @@ def _held_as_one(model: Model, js: list[int]) -> bool:
     its axis, a slide along it). Then one weld at js[0]'s frames is the stack, without the
     dependent rows (fifteen for three hinges) whose float32 frames disagree by ~1e-8."""
     j0 = js[0]
+    if any(model.joint_is_distance[j] or model.joint_composite[j] for j in js):
+        return False  # their frames do not coincide at rest
     q01 = quat_mul(model.joint_rot0[j0], quat_conj(model.joint_rot1[j0]))  # body 1 in body 0
     p01 = model.joint_pos0[j0] - quat_rotate(q01, model.joint_pos1[j0])
     e = np.eye(3)
     for j in js[1:]:
-        if int(model.joint_body0[j]) != int(model.joint_body0[j0]) or model.joint_is_distance[j] \
-                or model.joint_composite[j]:
+        if int(model.joint_body0[j]) != int(model.joint_body0[j0]):
             return False
         free = np.flatnonzero(~model.joint_locked[j])
         if len(free) > 1:
