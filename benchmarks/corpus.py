@@ -87,7 +87,7 @@ def newton_stages(cache):
 MJCF_SOURCES = (
     ("dm-control", ["dm_control/suite/*.xml", "dm_control/locomotion/walkers/assets/*.xml",
                     "dm_control/locomotion/walkers/assets/*/*.xml", "dm_control/third_party/*/*.xml"]),
-    ("gymnasium", ["gymnasium/envs/mujoco/assets/*.xml"]),
+    ("gymnasium==1.4.0", ["gymnasium/envs/mujoco/assets/*.xml"]),  # pinned: mujoco_fidelity reads its folder
     ("gymnasium-robotics", ["gymnasium_robotics/envs/assets/**/*.xml"]),
 )
 
