@@ -144,6 +144,24 @@ def test_scalar_newton_form_is_a_warning_not_an_error():
     assert hits[0].severity == "warning" and "broadcast to every DOF" in hits[0].message
 
 
+def test_scalar_armature_is_not_a_usd_core_type_error():
+    """newton-usd-schemas' `float newton:armature` (what mujoco-usd-converter writes on every
+    joint with armature) against our per-DOF `float[]`: usd-core's validator called it a type
+    mismatch error, 16 of them on gymnasium's kitchen, on a stage usdphys reads and runs. The
+    scalar-form warning says it once; a real type mismatch is still usd-core's error."""
+    found = check_stage(stage_from('''def PhysicsRevoluteJoint "J" ( prepend apiSchemas = ["NewtonJointAPI"] ) {
+        rel physics:body1 = </W/A>
+        float newton:armature = 0.1
+    }
+    def Xform "M" ( prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsMassAPI"] ) {
+        int physics:mass = 2
+    }'''))
+    mismatch = [f for f in found if "AttributeTypeMismatch" in f.rule]
+    assert len(mismatch) == 1 and mismatch[0].severity == "error" and "physics:mass" in mismatch[0].message, \
+        [str(f) for f in found]
+    assert [f.rule for f in found if f.path == "/W/J"] == ["newton-scalar-form"]
+
+
 def test_friction_compared_only_where_both_authored():
     """The proposal's own example authors dynamic friction alone: not an error."""
     assert without_per_dof_note(findings('''def PhysicsJoint "J" ( prepend apiSchemas = ["NewtonJointAPI"] ) {

@@ -333,6 +333,20 @@ class _Checker:
             self.warning("/", "newton-orphan-joints", f"{len(orphans)} joint(s) belong to no articulation ({shown}): Newton's importer refuses this stage; add PhysicsArticulationRootAPI on each tree's root body and physics:excludeFromArticulation = true on loop-closing joints (`usdphys convert` and `assemble` author both)")
 
 
+def _scalar_newton_armature(err) -> bool:
+    """usd-core's type-mismatch error for a scalar `float newton:armature`: our NewtonJointAPI
+    declares the per-DOF float[], newton-usd-schemas (what mujoco-usd-converter writes) a float.
+    usdphys reads both, so it is not an error; our own rule says which form the stage uses."""
+    if "AttributeTypeMismatch" not in err.GetIdentifier():
+        return False
+    sites = err.GetSites()
+    for site in sites:
+        spec = site.GetPropertySpec() if site.IsValidSpecInLayer() else None  # the authored spec
+        if not spec or spec.name != Tokens.newtonArmature or str(spec.typeName) != "float":
+            return False
+    return bool(sites)
+
+
 def _usd_core_findings(stage: Usd.Stage) -> list[Finding]:
     """usd-core's own validators (UsdValidation), usdz-only ones left out."""
     validators = [
@@ -341,6 +355,8 @@ def _usd_core_findings(stage: Usd.Stage) -> list[Finding]:
     ]
     findings = []
     for err in UsdValidation.ValidationContext(validators).Validate(stage):
+        if _scalar_newton_armature(err):
+            continue  # newton-usd-schemas' scalar form, which the newton-scalar-form rule reports
         kind = err.GetType()
         if kind == UsdValidation.ValidationErrorType.Error:
             severity = "error"
