@@ -92,6 +92,17 @@ MJCF_SOURCES = (
 )
 
 
+def _root_tag(path) -> str:
+    """The XML file's root element name ("" if it does not parse): MJCF models are <mujoco>."""
+    import xml.etree.ElementTree as ET
+    try:
+        for _, elem in ET.iterparse(path, events=("start",)):
+            return elem.tag
+    except ET.ParseError:
+        return ""
+    return ""
+
+
 def mjcf_stages(cache, limit_each=None):
     conv = cache / "conv" / "bin" / "mujoco_usd_converter"
     if not conv.exists():
@@ -110,7 +121,7 @@ def mjcf_stages(cache, limit_each=None):
             xmls += sorted(glob.glob(str(root / pat), recursive=True))
         xmls = [x for x in xmls if "common" not in x and "build_" not in x
                 and not Path(x).name.startswith(("include", "shared", "robot", "asset", "materials", "scene"))]
-        xmls = [x for x in xmls if "<mujocoinclude" not in Path(x).read_text(errors="ignore")[:4000]]  # fragments
+        xmls = [x for x in xmls if _root_tag(x) == "mujoco"]  # not fragments (mujocoinclude) or configs
         if limit_each and len(xmls) > limit_each:
             step = len(xmls) / limit_each
             xmls = [xmls[int(i * step)] for i in range(limit_each)]
