@@ -158,6 +158,23 @@ def test_without_flag_the_pair_is_welded_with_one_warning(caplog):
     assert np.linalg.norm(got - ANCHOR - COM) < 1e-6
 
 
+def test_a_drive_on_a_welded_stack_is_named_when_it_becomes_one_joint(caplog):
+    """Two hinges without the flag weld the pair and become one fixed joint; a UsdPhysics drive
+    on the second (which the fixed joint replaces) acts on no free DOF: it is named as left out,
+    not dropped with its joint in silence."""
+    text = usda(("X", "Y"), flag=False).replace(
+        'def PhysicsRevoluteJoint "j1"\n', 'def PhysicsRevoluteJoint "j1" ( prepend apiSchemas = ["PhysicsDriveAPI:angular"] )\n', 1)
+    i = text.rindex("quatf physics:localRot1")
+    text = text[:i] + "float drive:angular:physics:stiffness = 5\n            " + text[i:]
+    stage = Usd.Stage.CreateInMemory()
+    stage.GetRootLayer().ImportFromString(text)
+    with caplog.at_level(logging.WARNING):
+        r = simulate(stage, duration=0.01, dt=1e-3, fps=100)
+    assert r.model.joint_count == 1 and r.model.joint_type == ["fixed"]
+    left = [m.getMessage() for m in caplog.records if "act on no free DOF" in m.getMessage()]
+    assert len(left) == 1 and "1 welded stacked joint(s) (/World/b/j1)" in left[0], left
+
+
 def test_a_welding_stack_whose_joints_disagree_is_named():
     """A welding stack is held as one fixed joint only where its joints agree on one pose; two
     hinges whose frames sit 1 cm apart stay two joints, and the assembly names the one it cannot

@@ -125,8 +125,8 @@ def read_stage(stage: Usd.Stage | str | os.PathLike) -> tuple[Model, StageDefaul
     shapes = {p: (name, d) for name, items in by_type.items() if name.endswith("Shape") for p, d in items}
     index, static_bodies = read_bodies(stage, by_type.get("RigidBody", []), shapes, model, mpu, kpu, warner)
     read_joints(stage, by_type, model, index, mpu, kpu, warner)
-    merged, welded = merge_stacked_joints(stage, model)
-    _read_elements(stage, model, index, static_bodies, merged, welded)
+    merged, welded, left_drives = merge_stacked_joints(stage, model)
+    _read_elements(stage, model, index, static_bodies, merged, welded, left_drives)
     scenes = by_type.get("Scene", [])
     mujoco_off = disabled_flags(stage.GetPrimAtPath(scenes[0][0]) if scenes else None)
     if "contact" in mujoco_off:
@@ -178,7 +178,8 @@ def _read_scene(stage: Usd.Stage, scenes: list, model: Model, defaults: StageDef
             setattr(defaults, field, float(val))
 
 
-def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged: dict, welded: set) -> None:
+def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged: dict, welded: set,
+                   left_drives: set) -> None:
     """Model.elements from usdphys.usd.reader.elements (SI, body PRIM frames); spring masses lumped."""
     from usdphys.usd.reader.elements import read_elements
 
@@ -194,7 +195,7 @@ def _read_elements(stage, model: Model, index: dict, static_bodies: set, merged:
     elements = read_elements(stage, body_index, lambda p: joints.get(p, -1),
                              lambda p: world_scale(stage.GetPrimAtPath(p)))
     remap_elements(elements, merged)
-    drop_welded_dof_elements(model, elements, welded)
+    drop_welded_dof_elements(elements, welded, left_drives)
     model.elements = elements
     _record_element_sources(model, elements)
 

@@ -224,18 +224,20 @@ def _held_as_one(model: Model, js: list[int]) -> bool:
     return True
 
 
-def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tuple[int, str, float]], set[str]]:
+def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tuple[int, str, float]], set[str],
+                                                                  set[str]]:
     """Merge flagged stacks in place; returns ({stacked joint path: (merged joint index, DOF
     token, sign)} for every joint that was merged (its elements are remapped with it), the paths
     of the joints left in a stack that welds its pair (locks_everything): their springs, damping,
-    armature, friction and drives act on no free DOF)."""
+    armature, friction and drives act on no free DOF, and the paths of those whose drives were
+    left out here (for drop_welded_dof_elements' one warning)."""
     groups: dict[tuple[int, int], list[int]] = {}
     for j in range(model.joint_count):
         b0, b1 = int(model.joint_body0[j]), int(model.joint_body1[j])
         groups.setdefault((min(b0, b1), max(b0, b1)), []).append(j)
     stacks = {k: v for k, v in groups.items() if len(v) > 1}
     if not stacks:
-        return {}, set()
+        return {}, set(), set()
     order = _prim_order(stage)
 
     def body_path(b):
@@ -243,21 +245,27 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tupl
 
     welded, merged, drop = [], {}, set()
     welded_joints: set[str] = set()
+    left_drives: set[str] = set()
 
     def weld(js):
-        if locks_everything(model, js):
-            welded_joints.update(model.joint_paths[j] for j in js)
-            if _held_as_one(model, js):  # one fixed joint instead (which fixedmerge may fold away)
-                j0 = js[0]
-                model.joint_type[j0] = "fixed"
-                model.joint_locked[j0] = True
-                model.joint_lower[j0], model.joint_upper[j0] = -np.inf, np.inf
-                for name in ("joint_drive_stiffness", "joint_drive_damping", "joint_drive_target_pos",
-                             "joint_drive_target_vel"):
-                    getattr(model, name)[j0] = 0.0
-                model.joint_drive_max_force[j0] = np.inf
-                model.joint_drive_accel[j0] = False
-                drop.update(js[1:])
+        if not locks_everything(model, js):
+            return
+        welded_joints.update(model.joint_paths[j] for j in js)
+        for j in js:  # a drive on a DOF that cannot move: left out, named after the read
+            if np.any(model.joint_drive_stiffness[j] != 0) or np.any(model.joint_drive_damping[j] != 0):
+                left_drives.add(model.joint_paths[j])
+            model.joint_drive_stiffness[j] = 0.0
+            model.joint_drive_damping[j] = 0.0
+        if _held_as_one(model, js):  # one fixed joint instead (which fixedmerge may fold away)
+            j0 = js[0]
+            model.joint_type[j0] = "fixed"
+            model.joint_locked[j0] = True
+            model.joint_lower[j0], model.joint_upper[j0] = -np.inf, np.inf
+            model.joint_drive_target_pos[j0] = 0.0
+            model.joint_drive_target_vel[j0] = 0.0
+            model.joint_drive_max_force[j0] = np.inf
+            model.joint_drive_accel[j0] = False
+            drop.update(js[1:])
 
     for (ba, bb), js in sorted(stacks.items()):
         js = sorted(js, key=lambda j: order.get(model.joint_paths[j], 1 << 30))
@@ -320,19 +328,18 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tupl
         model.joint_paths = [model.joint_paths[j] for j in keep]
         model.joint_type = [model.joint_type[j] for j in keep]
         merged = {p: (renumber[j], tok, s) for p, (j, tok, s) in merged.items()}
-    return merged, welded_joints
+    return merged, welded_joints, left_drives
 
 
-def drop_welded_dof_elements(model: Model, elements, welded: set[str]) -> None:
+def drop_welded_dof_elements(elements, welded: set[str], left_drives: set[str]) -> None:
     """Joint springs, damping, armature, friction (NewtonJointAPI, MuJoCo joint springs) and drives
     of joints whose stack welds their body pair act on a DOF that cannot move: exactly nothing for
     the motion, but as compliant rows beside the hard rows that lock the same direction they make
-    the row system singular (dm_control's dog: the scapula's three hinges). Left out, one warning."""
-    if not welded:
-        return
-    left = set()
+    the row system singular (dm_control's dog: the scapula's three hinges). Left out, one warning
+    naming them with the joints whose drives merge_stacked_joints left out."""
+    left = set(left_drives)
     table = None if elements is None else elements.joint_dofs
-    if table is not None and len(table):
+    if welded and table is not None and len(table):
         keep = np.array([p not in welded for p in table.joint_paths], bool)
         if not keep.all():
             left.update(p for p, k in zip(table.joint_paths, keep) if not k)
@@ -343,11 +350,6 @@ def drop_welded_dof_elements(model: Model, elements, welded: set[str]) -> None:
                     setattr(table, f.name, [x for x, k in zip(v, keep) if k])
                 elif isinstance(v, np.ndarray) and v.ndim >= 1 and len(v) == n:
                     setattr(table, f.name, v[keep])
-    for j, path in enumerate(model.joint_paths):
-        if path in welded and (np.any(model.joint_drive_stiffness[j] != 0) or np.any(model.joint_drive_damping[j] != 0)):
-            model.joint_drive_stiffness[j] = 0.0
-            model.joint_drive_damping[j] = 0.0
-            left.add(path)
     if left:
         names = sorted(left)
         more = f" and {len(names) - 3} more" if len(names) > 3 else ""
