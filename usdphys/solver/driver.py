@@ -698,14 +698,18 @@ class Solver:
         if not turn.size or not np.max(turn) > FAST_TURN_NOTE:
             return ""
         b = int(np.argmax(turn))
-        inertia = self.m.inertia.numpy()
-        inertia = inertia[min(w, inertia.shape[0] - 1)][b]
-        ratio = float(np.min(inertia) / np.max(inertia)) if np.max(inertia) > 0 else 1.0
+        ratio = self._inertia_ratio(w, b)
         thin = (f", and its inertia about one axis is {ratio:.2g} of its largest (a thin body, which its joints "
                 "may leave nearly free about that axis)") if ratio < THIN_BODY_NOTE else ""
         spin = float(np.linalg.norm(omega[b]))
         return (f"; {self.model.body_paths[b]} turned at {math.degrees(spin):.3g} deg/s at the step's start "
                 f"({math.degrees(spin * dt):.3g} deg in one step){thin}: a motion faster than the step resolves")
+
+    def _inertia_ratio(self, w: int, b: int) -> float:
+        """Body b's smallest principal inertia over its largest in world w (1 for a massless one)."""
+        inertia = self.m.inertia.numpy()
+        inertia = inertia[min(w, inertia.shape[0] - 1)][b]
+        return float(np.min(inertia) / np.max(inertia)) if np.max(inertia) > 0 else 1.0
 
     def _thin_body_note(self, row: int, w: int) -> str:
         """A body of the stopping row whose inertia about one axis is below THIN_BODY_NOTE of its
@@ -714,11 +718,9 @@ class Solver:
         even when nothing moves fast (docs/reliability.md: a thin rod carrying friction and a cone)."""
         if not 0 <= row < self.R:
             return ""
-        inertia = self.m.inertia.numpy()
-        inertia = inertia[min(w, inertia.shape[0] - 1)]
         for b in (int(self.rows.b0[row]), int(self.rows.b1[row])):
-            if 0 <= b < self.B and np.max(inertia[b]) > 0:
-                ratio = float(np.min(inertia[b]) / np.max(inertia[b]))
+            if 0 <= b < self.B:
+                ratio = self._inertia_ratio(w, b)
                 if ratio < THIN_BODY_NOTE:
                     return (f"; {self.model.body_paths[b]}, a body of that joint, has an inertia about one axis "
                             f"{ratio:.2g} of its largest (a thin body: the iteration converges poorly through "
