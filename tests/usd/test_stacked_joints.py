@@ -171,8 +171,77 @@ def test_a_drive_on_a_welded_stack_is_named_when_it_becomes_one_joint(caplog):
     with caplog.at_level(logging.WARNING):
         r = simulate(stage, duration=0.01, dt=1e-3, fps=100)
     assert r.model.joint_count == 1 and r.model.joint_type == ["fixed"]
-    left = [m.getMessage() for m in caplog.records if "act on no free DOF" in m.getMessage()]
+    left = [m.getMessage() for m in caplog.records if "left out (no free DOF to act on)" in m.getMessage()]
     assert len(left) == 1 and "1 welded stacked joint(s) (/World/b/j1)" in left[0], left
+
+
+_FREE_HINGE = """
+    def Xform "c" ( prepend apiSchemas = ["PhysicsRigidBodyAPI", "PhysicsMassAPI"] )
+    {
+        double3 xformOp:translate = (0, 0, 3)
+        uniform token[] xformOpOrder = ["xformOp:translate"]
+        float physics:mass = 1
+        float3 physics:diagonalInertia = (0.1, 0.1, 0.1)
+    }
+    def PhysicsRevoluteJoint "jc"
+    {
+        uniform token physics:axis = "X"
+        rel physics:body0 = </World>
+        rel physics:body1 = </World/c>
+        point3f physics:localPos0 = (0, 0, 3)
+        quatf physics:localRot0 = (1, 0, 0, 0)
+        quatf physics:localRot1 = (1, 0, 0, 0)
+    }
+"""
+
+
+def _welded_stack_with(extra: str, mimic_leader: str | None = None) -> Usd.Stage:
+    """The welding two-hinge stack (no flag) plus extra prims; mimic_leader: j1 follows that joint."""
+    text = usda(("X", "Y"), flag=False)
+    text = text.rstrip().rstrip("}") + extra + "}\n"
+    if mimic_leader:
+        text = text.replace('def PhysicsRevoluteJoint "j1"\n', 'def PhysicsRevoluteJoint "j1" ( prepend apiSchemas = ["NewtonMimicAPI"] )\n', 1)
+        i = text.index("quatf physics:localRot1", text.index('"j1"'))
+        text = text[:i] + f"rel newton:mimicJoint = <{mimic_leader}>\n            float newton:mimicCoef1 = 1\n            " + text[i:]
+    stage = Usd.Stage.CreateInMemory()
+    stage.GetRootLayer().ImportFromString(text)
+    return stage
+
+
+@pytest.mark.parametrize("joint", ["j0", "j1"])
+def test_a_motor_on_a_welded_stack_is_left_out_and_named_whichever_joint_it_drives(joint, caplog):
+    """The first joint of a welding stack becomes its fixed joint, the others are dropped: a
+    motor on either drives a DOF that cannot move. Both are left out with the same one line
+    naming the motor (the first was an error, the others a 'joint not simulated' warning)."""
+    motor = f"""
+    def MbdMotor "M"
+    {{
+        rel mbd:joint = </World/b/{joint}>
+        uniform token mbd:dof = "angle"
+        uniform token mbd:motorType = "velocity"
+        double mbd:value = 1.0
+    }}
+"""
+    with caplog.at_level(logging.WARNING):
+        r = simulate(_welded_stack_with(motor), duration=0.01, dt=1e-3, fps=100)
+    assert r.model.joint_type == ["fixed"] and len(r.model.elements.motors) == 0
+    left = [m.getMessage() for m in caplog.records if "left out (no free DOF to act on)" in m.getMessage()]
+    assert left == [f"motor /World/M on welded stacked joint /World/b/{joint}: left out (no free DOF to act on)"]
+    assert not [m for m in caplog.records if "not simulated" in m.getMessage()]
+
+
+def test_a_coupling_to_a_welded_stack_is_refused_and_one_inside_it_left_out(caplog):
+    """A coupling between a welded stack's joint and a free joint would hold the free one still:
+    refused with one line naming both; a coupling between two joints of the welded stack acts on
+    nothing and is left out, named."""
+    with pytest.raises(UsdphysError, match="/World/b/j1: its coupling to /World/jc involves /World/b/j1, "
+                       "a joint of a stack that welds its body pair"):
+        simulate(_welded_stack_with(_FREE_HINGE, mimic_leader="/World/jc"), duration=0.01, dt=1e-3, fps=100)
+    with caplog.at_level(logging.WARNING):
+        r = simulate(_welded_stack_with("", mimic_leader="/World/b/j0"), duration=0.01, dt=1e-3, fps=100)
+    assert r.model.joint_type == ["fixed"] and len(r.model.elements.couplings) == 0
+    left = [m.getMessage() for m in caplog.records if "left out (no free DOF to act on)" in m.getMessage()]
+    assert left == ["coupling of welded stacked joints /World/b/j1 to /World/b/j0: left out (no free DOF to act on)"]
 
 
 def test_a_welding_stack_whose_joints_disagree_is_named():
@@ -217,7 +286,7 @@ def test_springs_of_a_welded_stack_are_left_out_with_one_warning(caplog):
     stage.GetRootLayer().ImportFromString(text)
     with caplog.at_level(logging.WARNING):
         r = simulate(stage, duration=0.2, dt=1e-3, fps=10)
-    left = [m.getMessage() for m in caplog.records if "act on no free DOF" in m.getMessage()]
+    left = [m.getMessage() for m in caplog.records if "left out (no free DOF to act on)" in m.getMessage()]
     assert len(left) == 1 and "1 welded stacked joint(s) (/World/b/j0)" in left[0]
     assert r.model.elements is None or "/World/b/j0" not in r.model.elements.joint_dofs.joint_paths
     com = r.positions[-1, 0] + quat_rotate(r.orientations[-1, 0], COM)

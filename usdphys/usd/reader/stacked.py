@@ -43,7 +43,7 @@ import dataclasses
 import numpy as np
 from pxr import Usd
 
-from usdphys.errors import warn
+from usdphys.errors import UsdphysError, warn
 from usdphys.math3d import matrix_to_quat, quat_conj, quat_mul, quat_rotate
 from usdphys.usd.check import has_api
 from usdphys.types.model import PER_JOINT_ARRAYS, Model
@@ -331,30 +331,55 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tupl
     return merged, welded_joints, left_drives
 
 
+def _keep_rows(table, keep: np.ndarray) -> None:
+    """Keep the rows of an element table (a dataclass of per-element lists and arrays) where keep."""
+    n = len(keep)
+    for f in dataclasses.fields(table):
+        v = getattr(table, f.name)
+        if isinstance(v, list) and len(v) == n:
+            setattr(table, f.name, [x for x, k in zip(v, keep) if k])
+        elif isinstance(v, np.ndarray) and v.ndim >= 1 and len(v) == n:
+            setattr(table, f.name, v[keep])
+
+
 def drop_welded_dof_elements(elements, welded: set[str], left_drives: set[str]) -> None:
-    """Joint springs, damping, armature, friction (NewtonJointAPI, MuJoCo joint springs) and drives
-    of joints whose stack welds their body pair act on a DOF that cannot move: exactly nothing for
-    the motion, but as compliant rows beside the hard rows that lock the same direction they make
-    the row system singular (dm_control's dog: the scapula's three hinges). Left out, one warning
-    naming them with the joints whose drives merge_stacked_joints left out."""
+    """Joint springs, damping, armature, friction (NewtonJointAPI, MuJoCo joint springs), drives,
+    motors and couplings of joints whose stack welds their body pair act on a DOF that cannot
+    move: a force on it does nothing for the motion, and as compliant rows beside the hard rows
+    that lock the same direction they make the row system singular (dm_control's dog: the
+    scapula's three hinges); a motion a motor or a coupling prescribes there cannot happen. Left
+    out, one warning naming the joints (with those whose drives merge_stacked_joints left out)
+    and the motors and couplings."""
     left = set(left_drives)
-    table = None if elements is None else elements.joint_dofs
-    if welded and table is not None and len(table):
+    others: list[str] = []  # motors and couplings left out, by their own prim
+    if welded and elements is not None:
+        table = elements.joint_dofs
         keep = np.array([p not in welded for p in table.joint_paths], bool)
         if not keep.all():
             left.update(p for p, k in zip(table.joint_paths, keep) if not k)
-            n = len(table)
-            for f in dataclasses.fields(table):
-                v = getattr(table, f.name)
-                if isinstance(v, list) and len(v) == n:
-                    setattr(table, f.name, [x for x, k in zip(v, keep) if k])
-                elif isinstance(v, np.ndarray) and v.ndim >= 1 and len(v) == n:
-                    setattr(table, f.name, v[keep])
-    if left:
+            _keep_rows(table, keep)
+        mo = elements.motors
+        keep = np.array([p not in welded for p in mo.joint_paths], bool)
+        if not keep.all():
+            others += [f"motor {m} on welded stacked joint {p}" for m, p, k in zip(mo.paths, mo.joint_paths, keep) if not k]
+            _keep_rows(mo, keep)
+        cp = elements.couplings
+        for f, lp in zip(cp.paths, cp.leader_paths):
+            if (f in welded) != (lp in welded):  # it would hold the other, free joint still: not what was meant
+                w = f if f in welded else lp
+                raise UsdphysError(f"{f}: its coupling to {lp} involves {w}, a joint of a stack that welds its body "
+                                   "pair (each joint constrains on its own), so it cannot move; author "
+                                   f"{ADD_MOBILITY} = 1 on the articulation root to add the stack's DOFs")
+        keep = np.array([f not in welded for f in cp.paths], bool)
+        if not keep.all():
+            others += [f"coupling of welded stacked joints {f} to {lp}" for f, lp, k in zip(cp.paths, cp.leader_paths, keep) if not k]
+            _keep_rows(cp, keep)
+    if left or others:
         names = sorted(left)
         more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-        warn(f"{len(names)} welded stacked joint(s) ({', '.join(names[:3])}{more}): their springs, damping, armature, "
-             "friction and drives act on no free DOF and are left out")
+        parts = [f"{len(names)} welded stacked joint(s) ({', '.join(names[:3])}{more}): their springs, damping, "
+                 "armature, friction and drives"] if names else []
+        warn("; ".join(parts + others) + ": left out (no free DOF to act on)")
 
 
 def remap_elements(elements, merged: dict) -> None:
