@@ -2,6 +2,7 @@
 
     python benchmarks/profile_step.py fourbar --worlds 256 --steps 4000
     python benchmarks/profile_step.py chain100 --steps 4000 --by function
+    python benchmarks/profile_step.py crawlers64 --steps 300 --by function   (bench_many_robots.py's scene)
 
 Warp compiles the kernels to machine code in memory, so `perf` sees only anonymous addresses.
 This script compiles the step module with line tables (its own flags, step.STEP_CPU_FLAGS,
@@ -43,6 +44,14 @@ def run_model(name: str, worlds: int, steps: int) -> None:
 
     if name.startswith("chain"):
         model = chain_model(int(name[5:]))
+    elif name.startswith("crawlers"):  # bench_many_robots.py's scene, N crawlers in one world
+        import mujoco
+        from bench_many_robots import mjcf, usdphys_model
+
+        mj = mujoco.MjModel.from_xml_string(mjcf(int(name[8:])))
+        md = mujoco.MjData(mj)
+        mujoco.mj_forward(mj, md)
+        model = usdphys_model(mj, md)
     else:
         model = read_stage(str(ROOT / "assets" / "usd" / f"{name}.usda"))[0]
     if worlds > 1:

@@ -44,6 +44,9 @@ BYTES_PER_BODY = 560
 # allocate_contacts): 6 mat33d + 7 vec3d + 9 float64 + 2 int32 of contact state, 5 int32 +
 # 3 vec3d + 1 float64 of the contact record (780 bytes).
 BYTES_PER_CONTACT = 780
+# Per collision shape: its world pose (56 bytes) and the sweep's order, key and share of the
+# pairs in reach (4 + 8 + 8 x 4; usdphys/solver/broadphase.py).
+BYTES_PER_SHAPE = 100
 
 
 @dataclass
@@ -179,14 +182,14 @@ def memory_estimate(model: Model, frames: int, worlds: int, record: bool = False
 
 def _contact_bytes(model: Model, bodies: int, rows: int) -> int:
     """Contact buffers per world, an upper bound: the capacity at its cap (contact.default_capacity:
-    16 per body + 32), and with joint rows the Delassus matrix through the joints (3x3 blocks of
+    16 per body + 32), the shapes' poses and sweep buffers, and with joint rows the Delassus matrix through the joints (3x3 blocks of
     at most ContactOptions.dense_contacts contacts) and its probe vectors."""
     if getattr(model, "shapes", None) is None or not len(model.shapes):
         return 0
     from usdphys.solver.contact import ContactOptions
 
     capacity = 16 * bodies + 32
-    total = capacity * BYTES_PER_CONTACT
+    total = capacity * BYTES_PER_CONTACT + len(model.shapes) * BYTES_PER_SHAPE
     if model.joint_count:
         nd = min(ContactOptions().dense_contacts, capacity)
         total += nd * nd * 72 + nd * (24 + 8) + bodies * 2 * 24 + rows * 8

@@ -30,6 +30,7 @@ import warp as wp
 from usdphys.errors import warn
 
 from usdphys.solver.narrowphase import BOX, PLANE, SPHERE, Contacts, ShapeData, allocate_contacts, any_perp, collide_pair, max_contacts, pair_context, pair_in_reach, shape_data, shape_world
+from usdphys.solver.broadphase import PairIndex, SweepState, pair_index, pairs_in_reach, sweep_state
 from usdphys.solver.ldl import RowPattern
 from usdphys.solver.ldl import ldl_solve as ldl_solve_rows
 
@@ -57,6 +58,7 @@ class ContactModel:
     n_pairs: int
     shapes: ShapeData
     pairs: wp.array(dtype=wp.vec2i)
+    ix: PairIndex  # the pairs seen from each shape, for the per-step sweep (broadphase.py)
     mu_s: wp.array2d(dtype=wp.float64)  # [world, shape] (io.world_param: one row when no world varies it)
     mu_d: wp.array2d(dtype=wp.float64)
     rest: wp.array2d(dtype=wp.float64)
@@ -87,6 +89,8 @@ class ContactState:
 
     c: Contacts
     bq: wp.array2d(dtype=wp.transformd)  # COM-frame poses handed to the narrow phase
+    sx: wp.array2d(dtype=wp.transformd)  # [W, S] each shape's world pose this step
+    sw: SweepState  # the per-step sweep's order and pairs in reach
     kind: wp.array2d(dtype=wp.int32)
     dirs: wp.array2d(dtype=wp.mat33d)  # rows n, t1, t2
     a0: wp.array2d(dtype=wp.mat33d)  # rows r0 x d
@@ -259,11 +263,25 @@ def contact_collide(cm: ContactModel, cs: ContactState, w: int, margin: wp.float
     c.overflow[w] = 0
     n_prev = cs.prev_count[w]
     j0 = int(0)
-    for p in range(cm.pairs.shape[0]):
+    for s in range(shapes.type.shape[0]):  # each shape's world pose, once a step
+        cs.sx[w, s] = shape_world(shapes, cs.bq, w, s)
+    n_test = cm.pairs.shape[0]
+    listed = int(0)  # 1: the sweep listed the pairs in reach (cs.sw.near), ascending
+    if cm.ix.sweep != 0:
+        k_near = pairs_in_reach(cm.ix, cs.sw, shapes, cm.pairs, cs.sx, w, margin)
+        if k_near >= 0:
+            n_test = k_near
+            listed = 1
+        else:
+            cs.sw.full[w] = cs.sw.full[w] + 1
+    for n_p in range(n_test):
+        p = n_p
+        if listed != 0:
+            p = cs.sw.near[w, n_p]
         sa = cm.pairs[p][0]
         sb = cm.pairs[p][1]
-        xa = shape_world(shapes, cs.bq, w, sa)
-        xb = shape_world(shapes, cs.bq, w, sb)
+        xa = cs.sx[w, sa]
+        xb = cs.sx[w, sb]
         if not pair_in_reach(shapes, sa, sb, xa, xb, margin):
             continue
         k = pair_context(shapes, w, p, sa, sb, margin)
@@ -929,6 +947,10 @@ class ContactOptions:
     # most dense_contacts contacts (memory: 72 dense_contacts^2 bytes per world; 0: never)
     dense_contacts: int = 48
     dense_after: int = 8
+    # which candidate pairs a step tests: "all" of them, or those a "sweep" along one axis finds
+    # in reach (the same pairs, so the same contacts; linear instead of quadratic in the shapes);
+    # "auto": the sweep once there are more than 8 candidate pairs per shape
+    broadphase: str = "auto"
 
 
 def default_capacity(table, pairs, dynamic_bodies: int) -> int:
@@ -1062,6 +1084,15 @@ def start_depths(model, table, pairs: np.ndarray) -> np.ndarray:
     return depth
 
 
+def set_pairs(cm: ContactModel, pairs: np.ndarray, table, mode: str, device) -> None:
+    """The candidate pairs of cm (and their index for the sweep); table: the shape table the
+    pairs index (its bounding radii), mode: ContactOptions.broadphase."""
+    pairs = np.asarray(pairs, np.int32).reshape(-1, 2)
+    cm.n_pairs = int(len(pairs))
+    cm.pairs = wp.array(pairs if len(pairs) else np.zeros((1, 2), np.int32), dtype=wp.vec2i, device=device)
+    cm.ix = pair_index(pairs, np.asarray(table.bound_radius, float), len(table), mode, device)
+
+
 def put_contact_model(model, device, options: ContactOptions | None = None):
     """(ContactModel, info dict) for a Model, shared by all worlds; n_pairs = 0 when nothing
     collides. info: candidate pairs, contacts per world (capacity), method, the shape table."""
@@ -1097,7 +1128,7 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
         capacity = 1
     S = len(ct)
     cm.shapes = shape_data(ct, device)
-    cm.pairs = wp.array(pairs if len(pairs) else np.zeros((1, 2), np.int32), dtype=wp.vec2i, device=device)
+    set_pairs(cm, pairs, ct, opts.broadphase, device)
 
     def col(name, default):
         a = getattr(ct, name, None)
@@ -1147,14 +1178,16 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     cm.tol = f64(opts.tol)
     cm.n_dense = int(min(max(int(opts.dense_contacts), 0), capacity)) if cm.n_pairs else 0
     cm.dense_after = int(opts.dense_after)
-    info = {"pairs": pairs, "capacity": capacity, "method": "smc" if cm.smc else "nsc", "table": table}
+    info = {"pairs": pairs, "capacity": capacity, "method": "smc" if cm.smc else "nsc", "table": table,
+            "shape_table": ct, "broadphase": opts.broadphase}
     return cm, info
 
 
 def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device, zeros=None,
-                       dense: int = 0) -> ContactState:
+                       dense: int = 0, cm: ContactModel | None = None) -> ContactState:
     """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows,
-    a joint-coupled Delassus matrix of `dense` contacts (ContactModel.n_dense; 0: none).
+    a joint-coupled Delassus matrix of `dense` contacts (ContactModel.n_dense; 0: none), the
+    shapes' poses and the sweep's buffers of cm (None: no pairs).
     zeros(shape, dtype) allocates the [world, ...] arrays (io.world_zeros: the memory layout;
     None: plain wp.zeros), the narrow phase's contact records included."""
     W = int(worlds)
@@ -1167,6 +1200,14 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, devic
     cs = ContactState()
     cs.c = allocate_contacts(W, C, device, zeros)
     cs.bq = zeros((W, B), wp.transformd)
+    if cm is not None and cm.n_pairs:
+        cs.sx = zeros((W, int(cm.shapes.type.shape[0])), wp.transformd)
+    else:  # nothing collides: never read
+        cs.sx = wp.zeros((1, 1), dtype=wp.transformd, device=device)
+    if cm is None:
+        cm = ContactModel()
+        cm.ix = pair_index(np.zeros((0, 2), np.int32), np.ones(1), 1, "all", device)
+    cs.sw = sweep_state(W, cm.ix, device, zeros)
     cs.kind = zeros((W, C), wp.int32)
     for name in ("dirs", "a0", "a1", "b0", "b1", "kblk"):
         setattr(cs, name, zeros((W, C), wp.mat33d))
@@ -1201,8 +1242,11 @@ def contact_stats(cs: ContactState) -> dict:
         "sweeps": cs.sweeps.numpy().copy(),
         "unconverged": cs.unconverged.numpy().copy(),
         "count": cs.c.count.numpy().copy(),
+        # steps whose pairs in reach overflowed the sweep's list (zeros where the sweep is off)
+        "all_pairs_tested": (cs.sw.full.numpy().copy() if cs.sw.full.shape[0] == cs.prev_count.shape[0]
+                             else np.zeros(cs.prev_count.shape[0], np.int32)),
     }
 
 
 __all__ = ["ContactModel", "ContactOptions", "ContactState", "contact_begin", "contact_end", "contact_kick",
-           "contact_solve", "contact_stats", "make_contact_state", "put_contact_model"]
+           "contact_solve", "contact_stats", "make_contact_state", "put_contact_model", "set_pairs"]

@@ -31,7 +31,7 @@ from usdphys.types.model import Model
 from usdphys.solver import forces, io
 from usdphys.solver import outputs as outputs_mod
 from usdphys.solver import step as K
-from usdphys.solver.contact import ContactOptions, contact_stats
+from usdphys.solver.contact import ContactOptions, contact_stats, set_pairs
 
 # Newton stopping tolerance on hard-constraint residuals (m, or rad for angular rows):
 # a few hundred ulps of a 1 m coordinate in double precision; tests ask for 1e-8 m.
@@ -622,8 +622,8 @@ class Solver:
         warn_overlaps(info["table"], pairs, hit, deepest, "once the bodies are moved onto their joints")
         pairs = np.delete(pairs, hit, axis=0)
         info["pairs"] = pairs
-        cm.n_pairs = int(len(pairs))
-        cm.pairs = wp.array(pairs if len(pairs) else np.zeros((1, 2), np.int32), dtype=wp.vec2i, device=self.device)
+        set_pairs(cm, pairs, info["shape_table"], info["broadphase"], self.device)
+        self.cs.sw.ready.zero_()  # the sweep's order indexed the old pairs' shapes
 
     def _report_assembly(self) -> None:
         self._report_limits_at_start()

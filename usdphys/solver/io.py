@@ -544,7 +544,7 @@ def make_state(model: Model, device_model: DeviceModel, worlds: int | None = Non
 
     es = forces.element_state(W, R, dev, zeros)
     cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev, zeros,
-                            dense=device_model.contact.n_dense)
+                            dense=device_model.contact.n_dense, cm=device_model.contact)
     return DeviceState(data=st, rows=rs, elements=es, contact=cs)
 
 
