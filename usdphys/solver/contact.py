@@ -632,8 +632,10 @@ def _dense_push(cs: ContactState, w: int, n_c: int, nd: int, k: int, dl: wp.vec3
 @wp.func
 def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.array(dtype=wp.float64),
            vfree: wp.array2d(dtype=wp.vec3d), wfree: wp.array2d(dtype=wp.vec3d), second: int,
-           dense: int) -> wp.float64:
-    """One Gauss-Seidel sweep over the contacts; returns the largest contact velocity change.
+           dense: int):
+    """One Gauss-Seidel sweep over the contacts; returns the largest contact velocity change
+    and 1 where a position-only impulse changed (else 0: the position-only velocities of the
+    free bodies are as before the sweep, so the joints need not answer them again).
 
     second = 0: the main pass (accumulated impulses cs.lam, hard and compliant contacts,
     position-only impulses); second = 1: the inelastic pass after restitution (fresh
@@ -642,6 +644,7 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
     through the Delassus matrix through the joints (_build_dense: the whole mechanism answers)."""
     nd = cm.n_dense
     dmax = f64(0.0)
+    pmoved = int(0)
     for k in range(n_c):
         kind = cs.kind[w, k]
         if kind == KIND_OFF or (second != 0 and kind != KIND_HARD):
@@ -694,7 +697,8 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
                         _apply_pos(cs, w, k, b0, b1, im0, im1, dp)
                     cs.plam[w, k] = pl_new
                     dmax = wp.max(dmax, wp.abs(K[0, 0] * dp))
-    return dmax
+                    pmoved = 1
+    return dmax, pmoved
 
 
 @wp.func
@@ -783,6 +787,7 @@ def _dense_finish(cs: ContactState, w: int, n_c: int, nb: int, inv_mass: wp.arra
     for i in range(nr):
         cs.jlam[w, i] = f64(0.0)
         cs.pjlam[w, i] = f64(0.0)
+    pushed = int(0)
     for k in range(n_c):
         if cs.kind[w, k] == KIND_OFF:
             continue
@@ -793,10 +798,12 @@ def _dense_finish(cs: ContactState, w: int, n_c: int, nb: int, inv_mass: wp.arra
         _apply(cs, w, k, b0, b1, im0, im1, L)
         if cs.plam[w, k] != f64(0.0):
             _apply_pos(cs, w, k, b0, b1, im0, im1, cs.plam[w, k])
+            pushed = 1
     project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
                    res, cs.dv, cs.dw, cs.jlam)
-    project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
-                   res, cs.pv, cs.pw, cs.pjlam)
+    if pushed != 0:  # (no position-only impulse: the projection of zeros, zeros)
+        project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
+                       res, cs.pv, cs.pw, cs.pjlam)
 
 
 @wp.func
@@ -826,18 +833,19 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
         used = sweep + 1
         dmax = f64(0.0)
         if dense == 0:
-            dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0, 0)
+            dmax, pmoved = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0, 0)
             if nr > 0:
                 project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
                                Dg, res, cs.dv, cs.dw, cs.jlam)
-                project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
-                               Dg, res, cs.pv, cs.pw, cs.pjlam)
+                if pmoved != 0:  # else the joints already answer the position-only velocities
+                    project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag,
+                                   Lf, Dg, res, cs.pv, cs.pw, cs.pjlam)
             if dmax > cm.tol and nr > 0 and n_c <= cm.n_dense and cm.dense_after > 0 and used >= cm.dense_after:
                 _build_dense(cm, cs, w, n_c, nb, inv_mass, vfree, wfree, nr, act, row_b0, row_b1, pat, jl0, ja0,
                              jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg, res)
                 dense = 1
         else:
-            dmax = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0, 1)
+            dmax, pmoved = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0, 1)
         if dmax <= cm.tol:
             break
     if used >= cm.max_sweeps and cm.max_sweeps > 1:
@@ -861,13 +869,15 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
         for sweep in range(cm.max_sweeps):
             used = used + 1
             if dense != 0:
-                if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1, 1) <= cm.tol:
+                d_inelastic, p_unused = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1, 1)
+                if d_inelastic <= cm.tol:
                     break
             else:
                 if nr > 0:
                     project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag,
                                    Lf, Dg, res, cs.dv, cs.dw, cs.jlam)
-                if _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1, 0) <= cm.tol:
+                d_inelastic, p_unused = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 1, 0)
+                if d_inelastic <= cm.tol:
                     break
     if dense != 0:
         _dense_finish(cs, w, n_c, nb, inv_mass, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1,
