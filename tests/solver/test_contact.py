@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import pytest
+import warp as wp
 from pxr import Gf, Usd, UsdGeom, UsdPhysics, UsdShade
 
 import usdphys.usd  # noqa: F401  (registers the schemas before any stage exists)
@@ -787,3 +788,103 @@ def test_light_finger_under_a_heavy_arm_holds_it_exactly():
     run0 = alone.run(500, 1, 1e-3)
     assert alone.contact_stats()["sweeps"][0] == ContactOptions().max_sweeps
     assert 0.3 - run0.pos[-1, 0, 0, 2] > 1e-5  # what the joint-coupled sweep is for
+
+
+def grippers(n=3):
+    """n grippers hinged to the world 0.2 m apart: a palm swinging about y, two fingers hinged to
+    it and spun towards each other, their tips 0.5 mm over the floor. Contacts with the floor,
+    between the two fingers of one gripper (one row component), and between fingers of two
+    grippers (two components: each side answers the contact probed in its own)."""
+    m = Model()
+    m.gravity = np.array([0.0, 0.0, -G])
+    specs = [{"type": SHAPE_PLANE, **mat(0.6)}]
+    hinge = [True] * 4 + [False, True]
+    for k in range(n):
+        x, z = 0.2 * k, 0.2005
+        palm = m.add_body(f"/g{k}/palm", 0.5, [1e-3, 2e-3, 2e-3], pos=[x, 0, z], ang_vel=[0, 3.0 * (-1) ** k, 0])
+        m.add_joint(f"/g{k}/pivot", -1, palm, pos0=[x, 0, z + 0.1], pos1=[0, 0, 0.1], locked=hinge)
+        specs.append({"type": SHAPE_CAPSULE, "body": palm, "dims": (0.03, 0.05, 0), **mat(0.6)})
+        for side in (-1, 1):
+            f = m.add_body(f"/g{k}/finger{side}", 0.1, [2e-4, 2e-4, 2e-5], pos=[x + 0.06 * side, 0, z - 0.15],
+                           ang_vel=[0, 15.0 * side, 0])
+            m.add_joint(f"/g{k}/knuckle{side}", palm, f, pos0=[0.06 * side, 0, -0.1], pos1=[0, 0, 0.05], locked=hinge)
+            specs.append({"type": SHAPE_CAPSULE, "body": f, "dims": (0.02, 0.03, 0), **mat(0.6)})
+    m.shapes = table_from_specs(specs)
+    return m
+
+
+def stacked_hands():
+    """Two of finger_on_heavy_arm's hands hinged to the world, one 4 cm above the other: the upper
+    hand's finger tip rests on the lower's, its second, longer finger on the floor. One contact
+    between two row components carries force while each component has a floor contact of its
+    own, so a batch probes both floor contacts at once and the contact between is answered by
+    each side separately."""
+    m = Model()
+    m.gravity = np.array([0.0, 0.0, -G])
+    hp, L, lf, r = 0.3, 0.4, 0.2, 0.02
+    specs = [{"type": SHAPE_PLANE, **mat(0.8)}]
+    hinge = [True] * 4 + [False, True]
+
+    def finger(name, arm, x_on_arm, top, length, tip_z):
+        fin = m.add_body(name, 0.01, [4e-5, 4e-5, 1e-6], pos=[-L / 2 + x_on_arm, 0, top - length / 2])
+        j = m.add_joint(name + "_knuckle", arm, fin, pos0=[x_on_arm, 0, 0], pos1=[0, 0, length / 2], locked=hinge)
+        m.joint_lower[j, 4] = 0.0
+        specs.append({"type": SHAPE_SPHERE, "body": fin, "dims": (r, 0, 0), "pos": (0, 0, tip_z - (top - length / 2)),
+                      **mat(0.8)})
+
+    for k, h in enumerate((hp, hp + 2 * r)):
+        arm = m.add_body(f"/arm{k}", 5.0, [0.01, 0.07, 0.07], pos=[-L / 2, 0, h])
+        m.add_joint(f"/pivot{k}", -1, arm, pos0=[0, 0, h], pos1=[L / 2, 0, 0], locked=hinge)
+        finger(f"/finger{k}", arm, -L / 2, h, lf, r + 2 * r * k)
+        if k == 1:
+            finger("/finger1b", arm, -L / 2 + 0.1, h, lf + 2 * r, r)
+    m.shapes = table_from_specs(specs)
+    return m
+
+
+@pytest.mark.parametrize("scene, components", [(grippers, [0, 0, 0, 1, 1, 1, 2, 2, 2]), (stacked_hands, [0, 0, 1, 1, 1])])
+def test_probing_independent_mechanisms_at_once_builds_the_same_matrix(scene, components):
+    """The Delassus matrix through the joints is probed one contact per row component at a
+    time (a batch answers every mechanism in one projection); with every body declared one
+    component (one contact a projection, as before batching) the run is the same bit for bit.
+    (Had a side of a contact between two components also answered the other side's probe, the
+    stacked hands would leave this run by 4.5e-11 m.)"""
+    opts = ContactOptions(dense_after=1)  # the joint-coupled path from the first sweep
+    batched = Solver(scene(), "cpu", contact=opts)
+    assert batched.cm.n_comp == max(components) + 1 and list(batched.cm.body_comp.numpy()) == components
+    one = Solver(scene(), "cpu", contact=opts)
+    one.cm.body_comp = wp.zeros(len(components), dtype=wp.int32)
+    one.cm.n_comp = 1
+    comp = np.array(components)
+    kinds = set()  # which contacts the run had: "floor", "inside" one component, "between" two
+    pos_a, pos_b = [], []
+    for _ in range(60):
+        a, b = batched.run(1, 5, 1e-3), one.run(1, 5, 1e-3)
+        pos_a.append(a.pos[-1])
+        pos_b.append(b.pos[-1])
+        c = batched.cs.c
+        for k in range(int(c.count.numpy()[0])):
+            b0, b1 = int(c.body0.numpy()[0, k]), int(c.body1.numpy()[0, k])
+            kinds.add("floor" if min(b0, b1) < 0 else "inside" if comp[b0] == comp[b1] else "between")
+    assert kinds >= {"floor", "between"}, kinds
+    assert batched.contact_stats()["sweeps"][0] > 1  # the dense path ran
+    assert np.array_equal(np.array(pos_a), np.array(pos_b))
+
+
+def test_row_components_follow_joints_elements_and_couplings():
+    """Bodies are one component where rows connect them: a joint's or element's two bodies; a
+    coupling row (partner >= 0) also touches its partner row's bodies (a gear between two
+    otherwise separate mechanisms joins them); the world joins nothing."""
+    from usdphys.solver.contact import ContactModel, set_row_components
+
+    cm = ContactModel()
+    #        row:  0   1   2   3   4
+    b0 = np.array([-1, 0, -1, 3, -1])
+    b1 = np.array([0, 1, 2, 4, 5])
+    partner = np.array([-1, -1, -1, -1, -1])
+    set_row_components(cm, 7, b0, b1, partner, "cpu")
+    assert list(cm.body_comp.numpy()) == [0, 0, 1, 2, 2, 3, 4] and cm.n_comp == 5
+    partner[4] = 2  # body 5's row follows body 2's: one component
+    set_row_components(cm, 7, b0, b1, partner, "cpu")
+    comp = cm.body_comp.numpy()
+    assert comp[5] == comp[2] and cm.n_comp == 4

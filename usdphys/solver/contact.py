@@ -68,6 +68,10 @@ class ContactModel:
     gn: wp.array(dtype=wp.float64)  # explicit normal damping N s/m (nan: unauthored)
     soft: wp.array(dtype=wp.int32)  # 1: the material asks for compliant contact (explicit kn)
     reach: wp.array(dtype=wp.float64)  # per body: farthest shape point from the COM, m
+    # per body: the bodies its joint and element rows connect it to, numbered (set_row_components):
+    # an impulse on one moves no body of another through the joints
+    body_comp: wp.array(dtype=wp.int32)
+    n_comp: int
     smc: int  # 1: the scene asks for compliant contact everywhere
     margin: wp.float64  # minimum speculative margin, m
     slop: wp.float64  # penetration left alone by the position correction, m
@@ -134,6 +138,8 @@ class ContactState:
     tv: wp.array2d(dtype=wp.vec3d)
     tw: wp.array2d(dtype=wp.vec3d)
     tacc: wp.array2d(dtype=wp.float64)
+    owner: wp.array2d(dtype=wp.int32)  # [W, n_comp] the contact probed in a component (_build_dense)
+    probed: wp.array2d(dtype=wp.int32)  # [W, C] 0: not yet, 2: in this batch, 1: done
     # diagnostics per world
     dropped: wp.array(dtype=wp.int32)  # contacts dropped for lack of capacity (summed over steps)
     sweeps: wp.array(dtype=wp.int32)  # most PGS sweeps any step needed
@@ -714,6 +720,22 @@ def _unit(d: int) -> wp.vec3d:
 
 
 @wp.func
+def _comp(cm: ContactModel, b: int) -> int:
+    """Body b's row component, or -1 for the world."""
+    if b < 0:
+        return -1
+    return cm.body_comp[b]
+
+
+@wp.func
+def _comp_owner(cm: ContactModel, cs: ContactState, w: int, b: int) -> int:
+    """The contact probed in body b's component in this batch, or -1 (none, or the world)."""
+    if b < 0:
+        return -1
+    return cs.owner[w, cm.body_comp[b]]
+
+
+@wp.func
 def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                  inv_mass: wp.array(dtype=wp.float64), vfree: wp.array2d(dtype=wp.vec3d),
                  wfree: wp.array2d(dtype=wp.vec3d), nr: int, act: wp.array2d(dtype=wp.int32),
@@ -727,17 +749,44 @@ def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
     """The contacts' Delassus matrix through the joints, J S J^T with S = M^-1 - M^-1 G^T A^-1
     G M^-1: column (l, d) is every contact's velocity after a unit impulse d at contact l and
     the joints' exact answer to it (one joint projection through the factorised joint matrix).
-    Then the contact velocities of the current impulses (dv, pv: projected after the sweep)."""
+    Then the contact velocities of the current impulses (dv, pv: projected after the sweep).
+
+    The contacts are probed in batches: a batch takes contacts whose bodies' row components
+    (cm.body_comp) no other contact of the batch touches, and one projection answers them all
+    (the joint matrix has no entry between components, so each column is the one a projection
+    of its contact alone gives, bit for bit). N robots on a floor: as many projections as one
+    robot's contacts, not N times as many."""
     nd = cm.n_dense
     z = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
+    left = int(0)
     for l in range(n_c):
         for k in range(n_c):
             cs.dmat[w, k * nd + l] = wp.mat33d()
-        if cs.kind[w, l] == KIND_OFF:
-            continue
-        b0 = cs.c.body0[w, l]
-        b1 = cs.c.body1[w, l]
-        im0, im1 = _inv_masses(inv_mass, b0, b1)
+        cs.probed[w, l] = 1
+        if cs.kind[w, l] != KIND_OFF:
+            cs.probed[w, l] = 0
+            left = left + 1
+    while left > 0:
+        for c in range(cm.n_comp):
+            cs.owner[w, c] = -1
+        for l in range(n_c):
+            if cs.probed[w, l] != 0:
+                continue
+            ca = _comp(cm, cs.c.body0[w, l])
+            cb = _comp(cm, cs.c.body1[w, l])
+            free = int(1)
+            if ca >= 0:
+                if cs.owner[w, ca] >= 0:
+                    free = 0
+            if cb >= 0:
+                if cs.owner[w, cb] >= 0:
+                    free = 0
+            if free != 0:
+                if ca >= 0:
+                    cs.owner[w, ca] = l
+                if cb >= 0:
+                    cs.owner[w, cb] = l
+                cs.probed[w, l] = 2
         for d in range(3):
             for b in range(nb):
                 cs.tv[w, b] = z
@@ -745,15 +794,36 @@ def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
             for i in range(nr):
                 cs.tacc[w, i] = f64(0.0)
             e = _unit(d)
-            _apply_to(cs, w, l, b0, b1, im0, im1, e, cs.tv, cs.tw)
+            for l in range(n_c):
+                if cs.probed[w, l] == 2:
+                    b0 = cs.c.body0[w, l]
+                    b1 = cs.c.body1[w, l]
+                    im0, im1 = _inv_masses(inv_mass, b0, b1)
+                    _apply_to(cs, w, l, b0, b1, im0, im1, e, cs.tv, cs.tw)
             project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg,
                            res, cs.tv, cs.tw, cs.tacc)
             for k in range(n_c):
                 c0 = cs.c.body0[w, k]
                 c1 = cs.c.body1[w, k]
-                col = _rel_vel(cs.dirs[w, k], cs.a0[w, k], cs.a1[w, k], _get(cs.tv, w, c0), _get(cs.tw, w, c0),
-                               _get(cs.tv, w, c1), _get(cs.tw, w, c1))
-                cs.dmat[w, k * nd + l] = cs.dmat[w, k * nd + l] + wp.outer(col, e)
+                o0 = _comp_owner(cm, cs, w, c0)
+                o1 = _comp_owner(cm, cs, w, c1)
+                if o0 >= 0 and o0 == o1:
+                    col = _rel_vel(cs.dirs[w, k], cs.a0[w, k], cs.a1[w, k], _get(cs.tv, w, c0), _get(cs.tw, w, c0),
+                                   _get(cs.tv, w, c1), _get(cs.tw, w, c1))
+                    cs.dmat[w, k * nd + o0] = cs.dmat[w, k * nd + o0] + wp.outer(col, e)
+                else:  # each side answers the contact probed in its own component (the other side: 0)
+                    if o0 >= 0:
+                        col = _rel_vel(cs.dirs[w, k], cs.a0[w, k], cs.a1[w, k], _get(cs.tv, w, c0),
+                                       _get(cs.tw, w, c0), z, z)
+                        cs.dmat[w, k * nd + o0] = cs.dmat[w, k * nd + o0] + wp.outer(col, e)
+                    if o1 >= 0:
+                        col = _rel_vel(cs.dirs[w, k], cs.a0[w, k], cs.a1[w, k], z, z, _get(cs.tv, w, c1),
+                                       _get(cs.tw, w, c1))
+                        cs.dmat[w, k * nd + o1] = cs.dmat[w, k * nd + o1] + wp.outer(col, e)
+        for l in range(n_c):
+            if cs.probed[w, l] == 2:
+                cs.probed[w, l] = 1
+                left = left - 1
     for k in range(n_c):
         b0 = cs.c.body0[w, k]
         b1 = cs.c.body1[w, k]
@@ -1103,6 +1173,37 @@ def set_pairs(cm: ContactModel, pairs: np.ndarray, table, mode: str, device) -> 
     cm.ix = pair_index(pairs, np.asarray(table.bound_radius, float), len(table), mode, device)
 
 
+def set_row_components(cm: ContactModel, bodies: int, b0, b1, partner, device) -> None:
+    """cm.body_comp: the bodies the constraint rows (b0[i], b1[i]; a coupling row also touches its
+    partner row's bodies) connect, numbered 0 .. n_comp - 1. The joint matrix has no entry between
+    rows of two components, so probing one contact in each at once (_build_dense) gives every
+    column exactly as probing them one by one."""
+    parent = list(range(max(int(bodies), 1)))
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    def union(a, b):
+        if a >= 0 and b >= 0:
+            parent[find(a)] = find(b)
+
+    b0, b1, partner = (np.asarray(x, int).reshape(-1) for x in (b0, b1, partner))
+    for i in range(len(b0)):
+        union(int(b0[i]), int(b1[i]))
+        p = int(partner[i]) if i < len(partner) else -1
+        if p >= 0:
+            for a in (int(b0[i]), int(b1[i])):
+                union(a, int(b0[p]))
+                union(a, int(b1[p]))
+    roots = {}
+    comp = np.array([roots.setdefault(find(b), len(roots)) for b in range(len(parent))], np.int32)
+    cm.body_comp = wp.array(comp, dtype=wp.int32, device=device)
+    cm.n_comp = int(len(roots))
+
+
 def put_contact_model(model, device, options: ContactOptions | None = None):
     """(ContactModel, info dict) for a Model, shared by all worlds; n_pairs = 0 when nothing
     collides. info: candidate pairs, contacts per world (capacity), method, the shape table."""
@@ -1177,6 +1278,7 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
             if b >= 0 and np.isfinite(ct.bound_radius[s]):
                 reach[b] = max(reach[b], float(np.linalg.norm(ct.local_pos[s])) + float(ct.bound_radius[s]))
     cm.reach = farr(reach)
+    set_row_components(cm, B, np.zeros(0, int), np.zeros(0, int), np.zeros(0, int), device)
     method = str(getattr(model, "contact_method", "nsc") or "nsc").lower()
     cm.smc = 1 if method == "smc" else 0
     cm.margin = f64(opts.margin)
@@ -1239,6 +1341,9 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, devic
     cs.tv = zeros((W, tb), wp.vec3d)
     cs.tw = zeros((W, tb), wp.vec3d)
     cs.tacc = zeros((W, R if dense else 1), wp.float64)
+    nc = max(int(cm.n_comp), 1) if (cm is not None and dense) else 1
+    cs.owner = zeros((W, nc), wp.int32) if dense else wp.zeros((1, 1), dtype=wp.int32, device=device)
+    cs.probed = zeros((W, C), wp.int32) if dense else wp.zeros((1, 1), dtype=wp.int32, device=device)
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
     cs.sweeps = wp.zeros(W, dtype=wp.int32, device=device)
     cs.unconverged = wp.zeros(W, dtype=wp.int32, device=device)
@@ -1259,4 +1364,5 @@ def contact_stats(cs: ContactState) -> dict:
 
 
 __all__ = ["ContactModel", "ContactOptions", "ContactState", "contact_begin", "contact_end", "contact_kick",
-           "contact_solve", "contact_stats", "make_contact_state", "put_contact_model", "set_pairs"]
+           "contact_solve", "contact_stats", "make_contact_state", "put_contact_model", "set_pairs",
+           "set_row_components"]

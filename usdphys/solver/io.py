@@ -30,7 +30,8 @@ import warp as wp
 from usdphys.errors import UsdphysError
 from usdphys.solver import forces, outputs
 from usdphys.solver import step as K
-from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
+from usdphys.solver.contact import (ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model,
+                                    set_row_components)
 from usdphys.solver.row_values import Classes, class_keys, fill, probe_template, refill, same_classes
 from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
@@ -372,6 +373,7 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     cm, contact_info = put_contact_model(model, dev, contact)
     if R == 0:
         cm.n_dense = 0  # no joints: the contact sweep alone is exact
+    set_row_components(cm, B, rows.b0, rows.b1, partner, dev)
     dm = DeviceModel(data=m, contact=cm, rows=rows, elements=elements, contact_info=contact_info,
                      inv_mass=np.zeros(Bn), body_count=B, row_count=R, pattern=pattern,
                      user_laws=user_laws, law_names=law_names, layout=layout)
