@@ -3,6 +3,7 @@
     python benchmarks/profile_step.py fourbar --worlds 256 --steps 4000
     python benchmarks/profile_step.py chain100 --steps 4000 --by function
     python benchmarks/profile_step.py crawlers64 --steps 300 --by function   (bench_many_robots.py's scene)
+    python benchmarks/profile_step.py path/to/stage.usda --steps 500   (any stage)
 
 Warp compiles the kernels to machine code in memory, so `perf` sees only anonymous addresses.
 This script compiles the step module with line tables (its own flags, step.STEP_CPU_FLAGS,
@@ -52,6 +53,8 @@ def run_model(name: str, worlds: int, steps: int) -> None:
         md = mujoco.MjData(mj)
         mujoco.mj_forward(mj, md)
         model = usdphys_model(mj, md)
+    elif name.endswith((".usd", ".usda", ".usdc")):  # any stage by its path
+        model = read_stage(name)[0]
     else:
         model = read_stage(str(ROOT / "assets" / "usd" / f"{name}.usda"))[0]
     if worlds > 1:
