@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Iterable
 
 import numpy as np
+import warp as wp
 
 from usdphys.errors import warn
+from usdphys.solver.narrowphase import ShapeData, pair_in_reach
 from usdphys.types.shapes import SHAPE_MESH, SHAPE_NAMES, SHAPE_PLANE, ShapeTable
 
 
@@ -86,10 +88,6 @@ def candidate_pairs(
 # linear), walks the overlaps, and looks each overlapping shape pair up among the candidates.
 # It hands the contact pass the same pairs the full loop would test (those pair_in_reach
 # accepts), in the same ascending order, so contacts are identical bit for bit either way.
-import warp as wp  # noqa: E402
-
-from usdphys.solver.narrowphase import ShapeData, pair_in_reach  # noqa: E402
-
 f64 = wp.float64
 
 # "auto" sweeps once the candidate pairs outnumber this many per shape (a handful of bodies on a
