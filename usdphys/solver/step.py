@@ -907,6 +907,29 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
 
 
 @wp.func
+def factor_is_current(sc: Scratch, w: int, nr: int) -> int:
+    """1 when factor_rows would build again the factor it built last in this step (fage = 0:
+    this step's A): it would reuse the rank decision (young enough, the same hard rows) and keep
+    the same rows, so its factor would be the same bit for bit."""
+    if sc.rank_age[w] < 0 or sc.rank_age[w] >= RANK_EVERY:
+        return 0
+    i = int(-1)
+    while i < nr - 1:
+        i += 1
+        hard = int(0)
+        if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
+            hard = 1
+        if hard != sc.rank_hard[w, i]:
+            return 0
+        k = int(0)
+        if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
+            k = 1
+        if k != sc.keep[w, i]:
+            return 0
+    return 1
+
+
+@wp.func
 def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
     """Which hard active rows are independent (sc.rank_indep), from the mass-free matrix
     G S G^T built in Lf's pattern and factorised in place (factor_rows says why)."""
@@ -1187,9 +1210,14 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
         if sc.fage[w] > 0 and p > 0:  # the active set changed on an earlier step's A: this step's
             refactor_this_step(m, st, sc, dg, w, nr)
         elif sc.fage[w] <= 0 or p > 0:  # fage > 0: the factor of an earlier step is reused
-            factor_rows(m, sc, w, nr)
-            sc.fage[w] = 0
-            dg.n_factor[w] = dg.n_factor[w] + 1
+            if p == 0 and sc.fage[w] == 0 and factor_is_current(sc, w, nr) != 0:
+                # the joint pass after contact, whose rows the first pass left as it factorised
+                # them: the same factor; the rank decision ages as factor_rows' reuse would age it
+                sc.rank_age[w] = sc.rank_age[w] + 1
+            else:
+                factor_rows(m, sc, w, nr)
+                sc.fage[w] = 0
+                dg.n_factor[w] = dg.n_factor[w] + 1
         if pending != 0:
             active_set_update(m, st, es, sc, dg, w, h, assemble)
             pending = 0
