@@ -877,18 +877,7 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
     reused while the set of hard active rows is the one it was made for, up to RANK_EVERY
     factorisations; a step that then fails to converge is retried with a fresh one (rank_age
     = -1), so a stale decision can cost time but never a wrong answer."""
-    reuse = int(0)
-    if sc.rank_age[w] >= 0 and sc.rank_age[w] < RANK_EVERY:
-        reuse = int(1)
-        i = int(-1)
-        while i < nr - 1:
-            i += 1
-            hard = int(0)
-            if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
-                hard = 1
-            if hard != sc.rank_hard[w, i]:
-                reuse = int(0)
-    if reuse != 0:
+    if rank_reusable(sc, w, nr) != 0:
         sc.rank_age[w] = sc.rank_age[w] + 1
     else:
         rank_decision(m, sc, w, nr)
@@ -896,35 +885,57 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
     i = int(-1)
     while i < nr - 1:
         i += 1
-        k = int(0)
-        if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
-            k = 1
-            if m.row_mode[i] == MODE_LOWER or m.row_mode[i] == MODE_UPPER:
-                held = 1
+        k = row_kept(sc, w, i)
+        if k != 0 and (m.row_mode[i] == MODE_LOWER or m.row_mode[i] == MODE_UPPER):
+            held = 1
         sc.keep[w, i] = k
     sc.fheld[w] = held
     ldl_factor(sc.A, sc.Lf, sc.Dinv, sc.ly, sc.keep, sc.sdiag, m.pat, w, nr, FACTOR_TOL)
 
 
 @wp.func
-def factor_is_current(sc: Scratch, w: int, nr: int) -> int:
-    """1 when factor_rows would build again the factor it built last in this step (fage = 0:
-    this step's A): it would reuse the rank decision (young enough, the same hard rows) and keep
-    the same rows, so its factor would be the same bit for bit."""
+def rank_reusable(sc: Scratch, w: int, nr: int) -> int:
+    """1 while the last rank decision serves: made fewer than RANK_EVERY factorisations ago, for
+    the hard active rows there are now."""
     if sc.rank_age[w] < 0 or sc.rank_age[w] >= RANK_EVERY:
         return 0
     i = int(-1)
     while i < nr - 1:
         i += 1
-        hard = int(0)
-        if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
-            hard = 1
-        if hard != sc.rank_hard[w, i]:
+        if row_hard(sc, w, i) != sc.rank_hard[w, i]:
             return 0
-        k = int(0)
-        if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
-            k = 1
-        if k != sc.keep[w, i]:
+    return 1
+
+
+@wp.func
+def row_hard(sc: Scratch, w: int, i: int) -> int:
+    """1 for an active row without compliance (the rank decision's rows)."""
+    k = int(0)
+    if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
+        k = 1
+    return k
+
+
+@wp.func
+def row_kept(sc: Scratch, w: int, i: int) -> int:
+    """1 for a row the factor holds: active, and compliant or independent by the rank decision."""
+    k = int(0)
+    if sc.act[w, i] == 1 and (sc.sdiag[w, i] > wp.float64(0.0) or sc.rank_indep[w, i] != 0):
+        k = 1
+    return k
+
+
+@wp.func
+def factor_is_current(sc: Scratch, w: int, nr: int) -> int:
+    """1 when factor_rows would build again the factor it built last in this step (fage = 0:
+    this step's A): it would reuse the rank decision and keep the same rows, so its factor
+    would be the same bit for bit."""
+    if rank_reusable(sc, w, nr) == 0:
+        return 0
+    i = int(-1)
+    while i < nr - 1:
+        i += 1
+        if row_kept(sc, w, i) != sc.keep[w, i]:
             return 0
     return 1
 
@@ -937,9 +948,7 @@ def rank_decision(m: ModelData, sc: Scratch, w: int, nr: int):
     i = int(-1)
     while i < nr - 1:
         i += 1
-        k = int(0)
-        if sc.act[w, i] == 1 and sc.sdiag[w, i] == wp.float64(0.0):
-            k = 1
+        k = row_hard(sc, w, i)
         sc.keep[w, i] = k
         sc.rank_hard[w, i] = k
     ne = pat.lrow[nr]
