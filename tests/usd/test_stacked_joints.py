@@ -244,6 +244,31 @@ def test_a_coupling_to_a_welded_stack_is_refused_and_one_inside_it_left_out(capl
     assert left == ["coupling of welded stacked joints /World/b/j1 to /World/b/j0: left out (no free DOF to act on)"]
 
 
+@pytest.mark.parametrize("bushed, free", [("j0", 1), ("j1", 0)])
+def test_a_bushing_on_a_welding_stacks_joint_keeps_the_stack_as_authored(bushed, free, caplog):
+    """MbdBushingAPI on one joint of a welding stack (X hinge j0, Y hinge j1, no flag) makes that
+    joint's locked DOFs compliant while the other joint stays hard: the body turns about the other
+    hinge's axis only, against the bushing. Held as one fixed joint, the bushing made the whole
+    weld compliant (j0) or was dropped with its joint as "not simulated" (j1)."""
+    text = usda(("X", "Y"), flag=False).replace(
+        f'def PhysicsRevoluteJoint "{bushed}"\n',
+        f'def PhysicsRevoluteJoint "{bushed}" ( prepend apiSchemas = ["MbdBushingAPI"] )\n', 1)
+    i = text.index("quatf physics:localRot1", text.index(f'"{bushed}"'))
+    text = (text[:i] + "double mbd:bushing:linearStiffness = 1e5\n            double mbd:bushing:angularStiffness = 10\n"
+            "            " + text[i:])
+    stage = Usd.Stage.CreateInMemory()
+    stage.GetRootLayer().ImportFromString(text)
+    with caplog.at_level(logging.WARNING):
+        r = simulate(stage, duration=0.3, dt=1e-3, fps=100)
+    assert r.model.joint_type == ["revolute", "revolute"] and len(r.model.elements.bushings) == 1
+    assert not [m for m in caplog.records if "not simulated" in m.getMessage()]
+    q = np.asarray(r.orientations).reshape(-1, 4)  # xyzw
+    assert np.abs(q[:, free]).max() > 1e-3  # it turns (0.013-0.018 of the quaternion: ~2 deg)
+    others = [k for k in range(3) if k != free]
+    assert np.abs(q[:, others]).max() < 1e-10  # about that axis only: the hard hinge holds (1e-12)
+    assert float(np.max(r.max_constraint_error)) < 1e-11
+
+
 def test_a_welding_stack_whose_joints_disagree_is_named():
     """A welding stack is held as one fixed joint only where its joints agree on one pose; two
     hinges whose frames sit 1 cm apart stay two joints, and the assembly names the one it cannot

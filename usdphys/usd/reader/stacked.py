@@ -46,6 +46,7 @@ from pxr import Usd
 from usdphys.errors import UsdphysError, warn
 from usdphys.math3d import matrix_to_quat, quat_conj, quat_mul, quat_rotate
 from usdphys.usd.check import has_api
+from usdphys.usd.tokens import Tokens
 from usdphys.types.model import PER_JOINT_ARRAYS, Model
 
 ADD_MOBILITY = "newton:jointsAddMobility"
@@ -191,6 +192,15 @@ def locks_everything(model: Model, js: list[int]) -> bool:
     return bool(sv[5] > 1e-9 * max(sv[0], 1.0))
 
 
+def _bushed(stage: Usd.Stage, joint_paths) -> bool:
+    """A joint of the stack carries MbdBushingAPI."""
+    for path in joint_paths:
+        prim = stage.GetPrimAtPath(path)
+        if prim and prim.IsValid() and has_api(prim, Tokens.MbdBushingAPI):
+            return True
+    return False
+
+
 def _held_as_one(model: Model, js: list[int]) -> bool:
     """The stack's joints (all with js[0]'s body0) agree on one pose of the pair: where js[0]'s
     frames coincide, every other joint's frames coincide up to its free DOF (a hinge's turn about
@@ -256,7 +266,9 @@ def merge_stacked_joints(stage: Usd.Stage, model: Model) -> tuple[dict[str, tupl
                 left_drives.add(model.joint_paths[j])
             model.joint_drive_stiffness[j] = 0.0
             model.joint_drive_damping[j] = 0.0
-        if _held_as_one(model, js):  # one fixed joint instead (which fixedmerge may fold away)
+        # one fixed joint instead (which fixedmerge may fold away); not where a joint carries a
+        # bushing, which makes that joint's rows compliant while the others stay hard
+        if not _bushed(stage, [model.joint_paths[j] for j in js]) and _held_as_one(model, js):
             j0 = js[0]
             model.joint_type[j0] = "fixed"
             model.joint_locked[j0] = True
