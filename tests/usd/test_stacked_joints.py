@@ -74,6 +74,13 @@ def Xform "World"
 """
 
 
+def _stage_of(text: str) -> Usd.Stage:
+    """An in-memory stage of a USDA text (usda() or _stack_usda())."""
+    stage = Usd.Stage.CreateInMemory()
+    assert stage.GetRootLayer().ImportFromString(text)
+    return stage
+
+
 def usda(axes, flag=True, pos=None, mjc=()):
     """mjc: the joints (by index) that carry MjcJointAPI, as mujoco-usd-converter writes them."""
     pos = np.asarray(pos or [(0, 0, 0)] * len(axes), float)
@@ -112,8 +119,7 @@ def usda(axes, flag=True, pos=None, mjc=()):
 
 
 def usdphys_com(axes, flag=True, dt=1e-3, pos=None, mjc=()):
-    stage = Usd.Stage.CreateInMemory()
-    stage.GetRootLayer().ImportFromString(usda(axes, flag, pos, mjc))
+    stage = _stage_of(usda(axes, flag, pos, mjc))
     r = simulate(stage, duration=DURATION, dt=dt, fps=10)
     return r.positions[-1, 0] + quat_rotate(r.orientations[-1, 0], COM)
 
@@ -166,8 +172,7 @@ def test_a_drive_on_a_welded_stack_is_named_when_it_becomes_one_joint(caplog):
         'def PhysicsRevoluteJoint "j1"\n', 'def PhysicsRevoluteJoint "j1" ( prepend apiSchemas = ["PhysicsDriveAPI:angular"] )\n', 1)
     i = text.rindex("quatf physics:localRot1")
     text = text[:i] + "float drive:angular:physics:stiffness = 5\n            " + text[i:]
-    stage = Usd.Stage.CreateInMemory()
-    stage.GetRootLayer().ImportFromString(text)
+    stage = _stage_of(text)
     with caplog.at_level(logging.WARNING):
         r = simulate(stage, duration=0.01, dt=1e-3, fps=100)
     assert r.model.joint_count == 1 and r.model.joint_type == ["fixed"]
@@ -203,8 +208,7 @@ def _welded_stack_with(extra: str, mimic_leader: str | None = None) -> Usd.Stage
         text = text.replace('def PhysicsRevoluteJoint "j1"\n', 'def PhysicsRevoluteJoint "j1" ( prepend apiSchemas = ["NewtonMimicAPI"] )\n', 1)
         i = text.index("quatf physics:localRot1", text.index('"j1"'))
         text = text[:i] + f"rel newton:mimicJoint = <{mimic_leader}>\n            float newton:mimicCoef1 = 1\n            " + text[i:]
-    stage = Usd.Stage.CreateInMemory()
-    stage.GetRootLayer().ImportFromString(text)
+    stage = _stage_of(text)
     return stage
 
 
@@ -256,8 +260,7 @@ def test_a_bushing_on_a_welding_stacks_joint_keeps_the_stack_as_authored(bushed,
     i = text.index("quatf physics:localRot1", text.index(f'"{bushed}"'))
     text = (text[:i] + "double mbd:bushing:linearStiffness = 1e5\n            double mbd:bushing:angularStiffness = 10\n"
             "            " + text[i:])
-    stage = Usd.Stage.CreateInMemory()
-    stage.GetRootLayer().ImportFromString(text)
+    stage = _stage_of(text)
     with caplog.at_level(logging.WARNING):
         r = simulate(stage, duration=0.3, dt=1e-3, fps=100)
     assert r.model.joint_type == ["revolute", "revolute"] and len(r.model.elements.bushings) == 1
@@ -276,8 +279,7 @@ def test_a_welding_stack_whose_joints_disagree_is_named():
     text = usda(("X", "Y"), flag=False)
     old = "point3f physics:localPos1 = (0.0, 0.0, 0.0)"
     i = text.rfind(old)
-    stage = Usd.Stage.CreateInMemory()
-    stage.GetRootLayer().ImportFromString(text[:i] + "point3f physics:localPos1 = (0.0, 0.01, 0.0)" + text[i + len(old):])
+    stage = _stage_of(text[:i] + "point3f physics:localPos1 = (0.0, 0.01, 0.0)" + text[i + len(old):])
     with pytest.raises(UsdphysError, match="cannot all hold at once.*/World/b/j1 off by 0.01 m"):
         simulate(stage, duration=0.1, dt=1e-3, fps=10)
 
@@ -307,8 +309,7 @@ def test_springs_of_a_welded_stack_are_left_out_with_one_warning(caplog):
         '            uniform float[] newton:viscousDamping = [0.5]\n'
         '            uniform float[] newton:armature = [0.01]')
     assert "newton:armature" in text
-    stage = Usd.Stage.CreateInMemory()
-    stage.GetRootLayer().ImportFromString(text)
+    stage = _stage_of(text)
     with caplog.at_level(logging.WARNING):
         r = simulate(stage, duration=0.2, dt=1e-3, fps=10)
     left = [m.getMessage() for m in caplog.records if "left out (no free DOF to act on)" in m.getMessage()]
@@ -418,8 +419,7 @@ def test_generated_stacks_match_mujoco(stack):
     for _ in range(int(round(DURATION / m.opt.timestep))):
         mujoco.mj_step(m, d)
     ref = d.xipos[1].copy()
-    stage = Usd.Stage.CreateInMemory()
-    stage.GetRootLayer().ImportFromString(_stack_usda(joints, com, inertia, w0))
+    stage = _stage_of(_stack_usda(joints, com, inertia, w0))
     r = simulate(stage, duration=DURATION, dt=1e-3, fps=10)
     assert r.model.joint_count == 1  # merged, not welded
     got = r.positions[-1, 0] + quat_rotate(r.orientations[-1, 0], com)
