@@ -1214,9 +1214,10 @@ def set_row_components(cm: ContactModel, bodies: int, b0, b1, partner, device) -
     cm.n_comp = int(len(roots))
 
 
-def put_contact_model(model, device, options: ContactOptions | None = None):
+def put_contact_model(model, device, options: ContactOptions | None = None, row_bodies=None):
     """(ContactModel, info dict) for a Model, shared by all worlds; n_pairs = 0 when nothing
-    collides. info: candidate pairs, contacts per world (capacity), method, the shape table."""
+    collides. info: candidate pairs, contacts per world (capacity), method, the shape table.
+    row_bodies: (b0, b1, partner) of the constraint rows (set_row_components; None: no rows)."""
     opts = options or ContactOptions()
     table = getattr(model, "shapes", None)
     B = max(model.body_count, 1)
@@ -1288,7 +1289,8 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
             if b >= 0 and np.isfinite(ct.bound_radius[s]):
                 reach[b] = max(reach[b], float(np.linalg.norm(ct.local_pos[s])) + float(ct.bound_radius[s]))
     cm.reach = farr(reach)
-    set_row_components(cm, B, np.zeros(0, int), np.zeros(0, int), np.zeros(0, int), device)
+    b0, b1, partner = row_bodies if row_bodies is not None else (np.zeros(0, int),) * 3
+    set_row_components(cm, B, b0, b1, partner, device)
     method = str(getattr(model, "contact_method", "nsc") or "nsc").lower()
     cm.smc = 1 if method == "smc" else 0
     cm.margin = f64(opts.margin)
@@ -1305,11 +1307,11 @@ def put_contact_model(model, device, options: ContactOptions | None = None):
     return cm, info
 
 
-def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, device, zeros=None,
-                       dense: int = 0, cm: ContactModel | None = None) -> ContactState:
-    """Zeroed per-world contact buffers: `capacity` contacts, `bodies` bodies, `rows` joint rows,
-    a joint-coupled Delassus matrix of `dense` contacts (ContactModel.n_dense; 0: none), the
-    shapes' poses and the sweep's buffers of cm (None: no pairs).
+def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, cm: ContactModel, device,
+                       zeros=None) -> ContactState:
+    """Zeroed per-world contact buffers of cm: `capacity` contacts, `bodies` bodies, `rows` joint
+    rows, a joint-coupled Delassus matrix of cm.n_dense contacts (0: none) and its batches' marks,
+    the shapes' poses and the sweep's buffers.
     zeros(shape, dtype) allocates the [world, ...] arrays (io.world_zeros: the memory layout;
     None: plain wp.zeros), the narrow phase's contact records included."""
     W = int(worlds)
@@ -1322,13 +1324,10 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, devic
     cs = ContactState()
     cs.c = allocate_contacts(W, C, device, zeros)
     cs.bq = zeros((W, B), wp.transformd)
-    if cm is not None and cm.n_pairs:
+    if cm.n_pairs:
         cs.sx = zeros((W, int(cm.shapes.type.shape[0])), wp.transformd)
     else:  # nothing collides: never read
         cs.sx = wp.zeros((1, 1), dtype=wp.transformd, device=device)
-    if cm is None:
-        cm = ContactModel()
-        cm.ix = pair_index(np.zeros((0, 2), np.int32), np.ones(1), 1, "all", device)
     cs.sw = sweep_state(W, cm.ix, device, zeros)
     cs.kind = zeros((W, C), wp.int32)
     for name in ("dirs", "a0", "a1", "b0", "b1", "kblk"):
@@ -1343,7 +1342,8 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, devic
         setattr(cs, name, zeros((W, B), wp.vec3d))
     cs.jlam = zeros((W, R), wp.float64)
     cs.pjlam = zeros((W, R), wp.float64)
-    nd = max(int(dense), 1)
+    dense = int(cm.n_dense)
+    nd = max(dense, 1)
     cs.dmat = zeros((W, nd * nd), wp.mat33d)
     cs.du = zeros((W, nd), wp.vec3d)
     cs.dup = zeros((W, nd), wp.float64)
@@ -1351,7 +1351,7 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, devic
     cs.tv = zeros((W, tb), wp.vec3d)
     cs.tw = zeros((W, tb), wp.vec3d)
     cs.tacc = zeros((W, R if dense else 1), wp.float64)
-    nc = max(int(cm.n_comp), 1) if (cm is not None and dense) else 1
+    nc = max(int(cm.n_comp), 1) if dense else 1
     cs.owner = zeros((W, nc), wp.int32) if dense else wp.zeros((1, 1), dtype=wp.int32, device=device)
     cs.probed = zeros((W, C), wp.int32) if dense else wp.zeros((1, 1), dtype=wp.int32, device=device)
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)

@@ -30,8 +30,7 @@ import warp as wp
 from usdphys.errors import UsdphysError
 from usdphys.solver import forces, outputs
 from usdphys.solver import step as K
-from usdphys.solver.contact import (ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model,
-                                    set_row_components)
+from usdphys.solver.contact import ContactModel, ContactOptions, ContactState, make_contact_state, put_contact_model
 from usdphys.solver.row_values import Classes, class_keys, fill, probe_template, refill, same_classes
 from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
@@ -370,10 +369,9 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.el = forces.element_data(elements, dev)
     m.has_elements = int(forces.has_elements(elements))
     # contact: shapes, candidate pairs, materials (per world when a study varies them)
-    cm, contact_info = put_contact_model(model, dev, contact)
+    cm, contact_info = put_contact_model(model, dev, contact, row_bodies=(rows.b0, rows.b1, partner))
     if R == 0:
         cm.n_dense = 0  # no joints: the contact sweep alone is exact
-    set_row_components(cm, B, rows.b0, rows.b1, partner, dev)
     dm = DeviceModel(data=m, contact=cm, rows=rows, elements=elements, contact_info=contact_info,
                      inv_mass=np.zeros(Bn), body_count=B, row_count=R, pattern=pattern,
                      user_laws=user_laws, law_names=law_names, layout=layout)
@@ -545,8 +543,7 @@ def make_state(model: Model, device_model: DeviceModel, worlds: int | None = Non
         return world_zeros(shape, dtype, dev, layout)
 
     es = forces.element_state(W, R, dev, zeros)
-    cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], dev, zeros,
-                            dense=device_model.contact.n_dense, cm=device_model.contact)
+    cs = make_contact_state(W, B, R, device_model.contact_info["capacity"], device_model.contact, dev, zeros)
     return DeviceState(data=st, rows=rs, elements=es, contact=cs)
 
 
