@@ -302,10 +302,7 @@ def pairs_in_reach(ix: PairIndex, ss: SweepState, shapes: ShapeData, pairs: wp.a
             count = count + 1
     for i in range(ix.n_unbounded):
         s = ix.unbounded[i]
-        for e in range(ix.start[s], ix.start[s + 1]):
-            t = ix.partner[e]
-            if t < s and shapes.bound[t] < f64(0.0):
-                continue  # two unbounded shapes: listed once, from the lower
+        for e in range(ix.start[s], ix.start[s + 1]):  # (two planes are never a candidate pair)
             p = ix.pair[e]
             sa = pairs[p][0]
             sb = pairs[p][1]
