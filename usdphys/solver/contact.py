@@ -139,6 +139,9 @@ class ContactState:
     tw: wp.array2d(dtype=wp.vec3d)
     tacc: wp.array2d(dtype=wp.float64)
     owner: wp.array2d(dtype=wp.int32)  # [W, n_comp] the contact probed in a component (_build_dense)
+    # [W] 1: the world's last contact solve went on to the Delassus matrix (the next one goes
+    # there after one sweep instead of cm.dense_after: a resting robot's steps all need it)
+    went_dense: wp.array(dtype=wp.int32)
     probed: wp.array2d(dtype=wp.int32)  # [W, C] 0: not yet, 2: in this batch, 1: done
     # diagnostics per world
     dropped: wp.array(dtype=wp.int32)  # contacts dropped for lack of capacity (summed over steps)
@@ -909,6 +912,9 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
     mass, and may not converge at all with friction (a hand's finger tips on a table)."""
     used = int(0)
     dense = int(0)
+    after = cm.dense_after
+    if cs.went_dense[w] != 0 and after > 1:
+        after = 1
     for sweep in range(cm.max_sweeps):
         used = sweep + 1
         dmax = f64(0.0)
@@ -920,7 +926,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                 if pmoved != 0:  # else the joints already answer the position-only velocities
                     project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag,
                                    Lf, Dg, res, cs.pv, cs.pw, cs.pjlam)
-            if dmax > cm.tol and nr > 0 and n_c <= cm.n_dense and cm.dense_after > 0 and used >= cm.dense_after:
+            if dmax > cm.tol and nr > 0 and n_c <= cm.n_dense and cm.dense_after > 0 and used >= after:
                 _build_dense(cm, cs, w, n_c, nb, inv_mass, vfree, wfree, nr, act, row_b0, row_b1, pat, jl0, ja0,
                              jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg, res)
                 dense = 1
@@ -964,6 +970,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                       wa1, sdiag, Lf, Dg, res)
     if used > cs.sweeps[w]:
         cs.sweeps[w] = used
+    cs.went_dense[w] = dense
 
 
 @wp.func
@@ -1357,6 +1364,7 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, cm: C
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
     cs.sweeps = wp.zeros(W, dtype=wp.int32, device=device)
     cs.unconverged = wp.zeros(W, dtype=wp.int32, device=device)
+    cs.went_dense = wp.zeros(W, dtype=wp.int32, device=device)
     return cs
 
 
