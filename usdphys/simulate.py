@@ -192,9 +192,10 @@ def _contact_bytes(model: Model, bodies: int, rows: int) -> int:
     total = capacity * BYTES_PER_CONTACT + len(model.shapes) * BYTES_PER_SHAPE
     if model.joint_count:
         nd = min(ContactOptions().dense_contacts, capacity)
-        # the matrix, its velocities, the probe buffers, and the batches' marks (contact.py _build_dense:
-        # a probe mark per contact, an owner per row component, at most one per body)
-        total += nd * nd * 72 + nd * (24 + 8) + bodies * 2 * 24 + rows * 8 + capacity * 4 + bodies * 4
+        # the matrix, the contacts' velocities and islands (6 numbers each; contact.py _dense_layout),
+        # the probe buffers, and the batches' marks (_build_dense: a probe mark per contact; an owner,
+        # a union-find parent and an island per row component, at most one per body)
+        total += nd * nd * 72 + capacity * (24 + 8 + 6 * 4) + bodies * 2 * 24 + rows * 8 + capacity * 4 + bodies * 3 * 4
     return total
 
 

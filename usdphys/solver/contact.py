@@ -129,18 +129,31 @@ class ContactState:
     # per joint row: impulse changes from the block Gauss-Seidel coupling
     jlam: wp.array2d(dtype=wp.float64)
     pjlam: wp.array2d(dtype=wp.float64)
-    # the contacts' Delassus matrix through the joints, [W, n_dense^2] 3x3 blocks (row k, column
-    # l: contact k's velocity per unit impulse at contact l), the contact velocities (u) and
-    # normal pseudo-velocities (up) it updates, and probe buffers to build it
+    # the contacts' Delassus matrix through the joints, one block per island (contacts whose
+    # bodies joints or contacts connect; none couples two islands), [W, n_dense^2] 3x3 blocks
+    # in all (_dslot: row k, column l is contact k's velocity per unit impulse at contact l), the
+    # contact velocities (u) and normal pseudo-velocities (up) it updates, and probe buffers to build it
     dmat: wp.array2d(dtype=wp.mat33d)
     du: wp.array2d(dtype=wp.vec3d)
     dup: wp.array2d(dtype=wp.float64)
     tv: wp.array2d(dtype=wp.vec3d)
     tw: wp.array2d(dtype=wp.vec3d)
     tacc: wp.array2d(dtype=wp.float64)
+    # the islands (_dense_layout): per row component its union-find parent and its island; per
+    # contact its island and its place in it; per island its size, first member (imem) and
+    # first block in dmat
+    cpar: wp.array2d(dtype=wp.int32)
+    cisl_of: wp.array2d(dtype=wp.int32)
+    cisl: wp.array2d(dtype=wp.int32)
+    cloc: wp.array2d(dtype=wp.int32)
+    isize: wp.array2d(dtype=wp.int32)
+    istart: wp.array2d(dtype=wp.int32)
+    ibase: wp.array2d(dtype=wp.int32)
+    imem: wp.array2d(dtype=wp.int32)
     owner: wp.array2d(dtype=wp.int32)  # [W, n_comp] the contact probed in a component (_build_dense)
     # [W] 1: the world's last contact solve went on to the Delassus matrix (the next one goes
-    # there after one sweep instead of cm.dense_after: a resting robot's steps all need it)
+    # there after three sweeps where they stall, instead of cm.dense_after: a light finger's
+    # steps all need it)
     went_dense: wp.array(dtype=wp.int32)
     probed: wp.array2d(dtype=wp.int32)  # [W, C] 0: not yet, 2: in this batch, 1: done
     # diagnostics per world
@@ -632,10 +645,117 @@ def _position_update(pl: wp.float64, up: wp.float64, bpk: wp.float64, knn: wp.fl
 
 
 @wp.func
-def _dense_push(cs: ContactState, w: int, n_c: int, nd: int, k: int, dl: wp.vec3d):
-    """Every contact's velocity after an impulse change dl at contact k."""
-    for j in range(n_c):
-        cs.du[w, j] = cs.du[w, j] + cs.dmat[w, j * nd + k] * dl
+def _dslot(cs: ContactState, w: int, j: int, k: int) -> int:
+    """The block of dmat that holds contact j's velocity per unit impulse at contact k (one island)."""
+    isl = cs.cisl[w, k]
+    return cs.ibase[w, isl] + cs.cloc[w, j] * cs.isize[w, isl] + cs.cloc[w, k]
+
+
+@wp.func
+def _dense_push(cs: ContactState, w: int, k: int, dl: wp.vec3d):
+    """Every contact's velocity after an impulse change dl at contact k (the others of its
+    island: no other moves)."""
+    isl = cs.cisl[w, k]
+    n = cs.isize[w, isl]
+    first = cs.istart[w, isl]
+    slot = cs.ibase[w, isl] + cs.cloc[w, k]
+    for a in range(n):
+        j = cs.imem[w, first + a]
+        cs.du[w, j] = cs.du[w, j] + cs.dmat[w, slot + a * n] * dl
+
+
+@wp.func
+def _comp_root(cs: ContactState, w: int, c: int) -> int:
+    r = int(c)
+    while cs.cpar[w, r] != r:
+        up = cs.cpar[w, cs.cpar[w, r]]
+        cs.cpar[w, r] = up  # path halving
+        r = up
+    return r
+
+
+@wp.func
+def _contact_comp(cm: ContactModel, cs: ContactState, w: int, k: int) -> int:
+    """The row component of contact k's first body that is not the world."""
+    c = _comp(cm, cs.c.body0[w, k])
+    if c < 0:
+        c = _comp(cm, cs.c.body1[w, k])
+    return c
+
+
+@wp.func
+def _dense_layout(cm: ContactModel, cs: ContactState, w: int, n_c: int):
+    """Group the contacts into islands: row components (cm.body_comp) joined by the contacts
+    between them. An impulse at one island's contact moves no body of another, so the Delassus
+    matrix is one block per island. Members keep the contacts' order; islands are numbered in
+    the order of their first contact. Returns the blocks the islands take in dmat (sum of their
+    sizes squared; one island of every contact: n_c^2) and the probe batches _build_dense
+    will take (the most contacts touching one row component)."""
+    for c in range(cm.n_comp):
+        cs.cpar[w, c] = c
+        cs.cisl_of[w, c] = -1
+        cs.owner[w, c] = 0  # here: contacts touching component c
+    batches = int(0)
+    for k in range(n_c):
+        ca = _comp(cm, cs.c.body0[w, k])
+        cb = _comp(cm, cs.c.body1[w, k])
+        if ca >= 0:
+            cs.owner[w, ca] = cs.owner[w, ca] + 1
+            batches = wp.max(batches, cs.owner[w, ca])
+        if cb >= 0 and cb != ca:
+            cs.owner[w, cb] = cs.owner[w, cb] + 1
+            batches = wp.max(batches, cs.owner[w, cb])
+        if ca >= 0 and cb >= 0:
+            ra = _comp_root(cs, w, ca)
+            rb = _comp_root(cs, w, cb)
+            if ra != rb:
+                cs.cpar[w, ra] = rb
+    n_isl = int(0)
+    for k in range(n_c):
+        r = _comp_root(cs, w, _contact_comp(cm, cs, w, k))
+        isl = cs.cisl_of[w, r]
+        if isl < 0:
+            isl = n_isl
+            cs.cisl_of[w, r] = isl
+            cs.isize[w, isl] = 0
+            n_isl = n_isl + 1
+        cs.cisl[w, k] = isl
+        cs.cloc[w, k] = cs.isize[w, isl]
+        cs.isize[w, isl] = cs.isize[w, isl] + 1
+    blocks = int(0)
+    first = int(0)
+    for isl in range(n_isl):
+        n = cs.isize[w, isl]
+        cs.ibase[w, isl] = blocks
+        cs.istart[w, isl] = first
+        blocks = blocks + n * n
+        first = first + n
+    for k in range(n_c):
+        cs.imem[w, cs.istart[w, cs.cisl[w, k]] + cs.cloc[w, k]] = k
+    return blocks, batches
+
+
+@wp.func
+def _sweeps_stall(dmax: wp.float64, d2: wp.float64, tol: wp.float64, per_sweep: int, batches: int, used: int,
+                  max_sweeps: int, weigh: int) -> int:
+    """1 where the contact solve should go on to the Delassus matrix through the joints: the
+    sweeps' rate (the largest change now against two sweeps before) says they will not reach
+    tol within max_sweeps, or (weigh != 0) that the projections still to come (per_sweep each)
+    cost more than building the matrix (3 per probe batch, 2 to finish). The first sweeps
+    converge slower than the later ones (a crawler's: 0.5 a sweep, then 0.3), so the cost is
+    weighed from dense_after on, and before it only a stall counts. Without a rate (the first
+    two sweeps, where dense_after <= 2): 1."""
+    if used < 3 or not (d2 > f64(0.0)):
+        return 1
+    rate = wp.sqrt(dmax / d2)
+    if not (rate < f64(1.0)):
+        return 1
+    left = wp.log(tol / dmax) / wp.log(rate)  # sweeps still to go at this rate
+    if f64(used) + left > f64(max_sweeps):
+        return 1
+    if weigh != 0 and left * f64(per_sweep) > f64(3 * batches + 2):
+        return 1
+    return 0
 
 
 @wp.func
@@ -651,7 +771,6 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
     impulses cs.lamc, hard contacts only). dense = 0: each update moves the contact's two
     bodies (the joints answer after the sweep); dense = 1: it moves every contact's velocity
     through the Delassus matrix through the joints (_build_dense: the whole mechanism answers)."""
-    nd = cm.n_dense
     dmax = f64(0.0)
     pmoved = int(0)
     for k in range(n_c):
@@ -667,7 +786,7 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
         K = cs.kblk[w, k]
         u = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
         if dense != 0:
-            K = cs.dmat[w, k * nd + k]
+            K = cs.dmat[w, _dslot(cs, w, k, k)]
             u = cs.du[w, k]
         else:
             u = _rel_vel(D, A0, A1, _vel(vfree, cs.dv, w, b0), _vel(wfree, cs.dw, w, b0),
@@ -678,7 +797,7 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
         lam_new = _impulse_update(cs, w, k, kind, K, u, lam)
         dl = lam_new - lam
         if dense != 0:
-            _dense_push(cs, w, n_c, nd, k, dl)
+            _dense_push(cs, w, k, dl)
         else:
             _apply(cs, w, k, b0, b1, im0, im1, dl)
         if second != 0:
@@ -700,8 +819,13 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
                 dp = pl_new - pl
                 if dp != f64(0.0):
                     if dense != 0:
-                        for j in range(n_c):
-                            cs.dup[w, j] = cs.dup[w, j] + cs.dmat[w, j * nd + k][0, 0] * dp
+                        isl = cs.cisl[w, k]
+                        n = cs.isize[w, isl]
+                        first = cs.istart[w, isl]
+                        slot = cs.ibase[w, isl] + cs.cloc[w, k]
+                        for a in range(n):
+                            j = cs.imem[w, first + a]
+                            cs.dup[w, j] = cs.dup[w, j] + cs.dmat[w, slot + a * n][0, 0] * dp
                     else:
                         _apply_pos(cs, w, k, b0, b1, im0, im1, dp)
                     cs.plam[w, k] = pl_new
@@ -759,12 +883,13 @@ def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
     (the joint matrix has no entry between components, so each column is the one a projection
     of its contact alone gives, bit for bit). N robots on a floor: as many projections as one
     robot's contacts, not N times as many."""
-    nd = cm.n_dense
     z = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
     left = int(0)
     for l in range(n_c):
-        for k in range(n_c):
-            cs.dmat[w, k * nd + l] = wp.mat33d()
+        n = cs.isize[w, cs.cisl[w, l]]
+        slot = _dslot(cs, w, l, l) - cs.cloc[w, l]  # the row of l's island block
+        for a in range(n):
+            cs.dmat[w, slot + a] = wp.mat33d()
         cs.probed[w, l] = 1
         if cs.kind[w, l] != KIND_OFF:
             cs.probed[w, l] = 0
@@ -832,7 +957,8 @@ def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                             v1 = _get(cs.tv, w, c1)
                             w1 = _get(cs.tw, w, c1)
                         col = _rel_vel(cs.dirs[w, k], cs.a0[w, k], cs.a1[w, k], v0, w0, v1, w1)
-                        cs.dmat[w, k * nd + o] = cs.dmat[w, k * nd + o] + wp.outer(col, e)
+                        slot = _dslot(cs, w, k, o)  # o is in k's island: k touches o's component
+                        cs.dmat[w, slot] = cs.dmat[w, slot] + wp.outer(col, e)
         for l in range(n_c):
             if cs.probed[w, l] == 2:
                 cs.probed[w, l] = 1
@@ -906,15 +1032,22 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
     restitution (Poisson: e times each impacting contact's compression impulse, all at once)
     and a second inelastic pass for whatever the restitution impulses push together.
 
-    A step that has not converged after cm.dense_after sweeps, with joint rows and at most
-    cm.n_dense contacts, goes on with the Delassus matrix through the joints (_build_dense):
+    A step that has not converged after cm.dense_after sweeps (one where the world's last solve
+    went on: after three), whose sweeps stall or would cost more than the matrix (_sweeps_stall),
+    with joint rows and islands whose blocks fit in cm.n_dense^2 (_dense_layout), goes on with
+    the Delassus matrix through the joints (_build_dense):
     the sweep over the contacts alone reaches a light body's contact only through its own
     mass, and may not converge at all with friction (a hand's finger tips on a table)."""
     used = int(0)
     dense = int(0)
+    laid = int(0)  # 1: the islands were laid out (the contacts do not change within the solve)
+    blocks = int(0)
+    batches = int(0)
+    d1 = f64(0.0)  # the largest change of the last sweep and of the one before
+    d2 = f64(0.0)
     after = cm.dense_after
-    if cs.went_dense[w] != 0 and after > 1:
-        after = 1
+    if cs.went_dense[w] != 0 and after > 3:
+        after = 3  # the first sweep with a rate to judge (_sweeps_stall)
     for sweep in range(cm.max_sweeps):
         used = sweep + 1
         dmax = f64(0.0)
@@ -926,10 +1059,18 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                 if pmoved != 0:  # else the joints already answer the position-only velocities
                     project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag,
                                    Lf, Dg, res, cs.pv, cs.pw, cs.pjlam)
-            if dmax > cm.tol and nr > 0 and n_c <= cm.n_dense and cm.dense_after > 0 and used >= after:
-                _build_dense(cm, cs, w, n_c, nb, inv_mass, vfree, wfree, nr, act, row_b0, row_b1, pat, jl0, ja0,
-                             jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg, res)
-                dense = 1
+            if dmax > cm.tol and nr > 0 and cm.n_dense > 0 and cm.dense_after > 0 and used >= after:
+                if laid == 0:
+                    laid = 1
+                    blocks, batches = _dense_layout(cm, cs, w, n_c)
+                weigh = int(used >= cm.dense_after)
+                if blocks <= cm.n_dense * cm.n_dense and _sweeps_stall(dmax, d2, cm.tol, 1 + pmoved, batches, used,
+                                                                       cm.max_sweeps, weigh) != 0:
+                    _build_dense(cm, cs, w, n_c, nb, inv_mass, vfree, wfree, nr, act, row_b0, row_b1, pat, jl0,
+                                 ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg, res)
+                    dense = 1
+            d2 = d1
+            d1 = dmax
         else:
             dmax, pmoved = _sweep(cm, cs, w, n_c, inv_mass, vfree, wfree, 0, 1)
         if dmax <= cm.tol:
@@ -946,7 +1087,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                 b1 = cs.c.body1[w, k]
                 im0, im1 = _inv_masses(inv_mass, b0, b1)
                 if dense != 0:
-                    _dense_push(cs, w, n_c, cm.n_dense, k, wp.vec3d(R, f64(0.0), f64(0.0)))
+                    _dense_push(cs, w, k, wp.vec3d(R, f64(0.0), f64(0.0)))
                 else:
                     _apply(cs, w, k, b0, b1, im0, im1, wp.vec3d(R, f64(0.0), f64(0.0)))
                 cs.rimp[w, k] = R
@@ -1040,8 +1181,10 @@ class ContactOptions:
     tol: float = 1.0e-9  # m/s
     capacity: int | None = None  # contacts per world; None: see default_capacity
     # joint-coupled contact: a step with joint rows whose sweeps have not converged after
-    # dense_after sweeps continues on the Delassus matrix through the joints when it has at
-    # most dense_contacts contacts (memory: 72 dense_contacts^2 bytes per world; 0: never)
+    # dense_after sweeps continues on the Delassus matrix through the joints when its islands
+    # (mechanisms joined by contacts) fit: their contacts squared, summed, at most
+    # dense_contacts^2 (one island: dense_contacts contacts; 16 robots of 5 contacts each: 400
+    # of 2304). Memory: 72 dense_contacts^2 bytes per world; 0: never
     dense_contacts: int = 48
     dense_after: int = 8
     # which candidate pairs a step tests: "all" of them, or those a "sweep" along one axis finds
@@ -1352,13 +1495,21 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, cm: C
     dense = int(cm.n_dense)
     nd = max(dense, 1)
     cs.dmat = zeros((W, nd * nd), wp.mat33d)
-    cs.du = zeros((W, nd), wp.vec3d)
-    cs.dup = zeros((W, nd), wp.float64)
+    nc = max(int(cm.n_comp), 1)
+
+    def dense_only(shape, dtype):  # never read without the matrix: one shared entry
+        return zeros(shape, dtype) if dense else wp.zeros((1, 1), dtype=dtype, device=device)
+
+    cs.du = dense_only((W, C), wp.vec3d)
+    cs.dup = dense_only((W, C), wp.float64)
+    for name in ("cpar", "cisl_of"):
+        setattr(cs, name, dense_only((W, nc), wp.int32))
+    for name in ("cisl", "cloc", "isize", "istart", "ibase", "imem"):
+        setattr(cs, name, dense_only((W, C), wp.int32))
     tb = B if dense else 1
     cs.tv = zeros((W, tb), wp.vec3d)
     cs.tw = zeros((W, tb), wp.vec3d)
     cs.tacc = zeros((W, R if dense else 1), wp.float64)
-    nc = max(int(cm.n_comp), 1) if dense else 1
     cs.owner = zeros((W, nc), wp.int32) if dense else wp.zeros((1, 1), dtype=wp.int32, device=device)
     cs.probed = zeros((W, C), wp.int32) if dense else wp.zeros((1, 1), dtype=wp.int32, device=device)
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
