@@ -151,15 +151,12 @@ class ContactState:
     ibase: wp.array2d(dtype=wp.int32)
     imem: wp.array2d(dtype=wp.int32)
     owner: wp.array2d(dtype=wp.int32)  # [W, n_comp] the contact probed in a component (_build_dense)
-    # [W] 1: the world's last contact solve went on to the Delassus matrix (the next one goes
-    # there after three sweeps where they stall, instead of cm.dense_after: a light finger's
-    # steps all need it)
-    went_dense: wp.array(dtype=wp.int32)
     probed: wp.array2d(dtype=wp.int32)  # [W, C] 0: not yet, 2: in this batch, 1: done
     # diagnostics per world
     dropped: wp.array(dtype=wp.int32)  # contacts dropped for lack of capacity (summed over steps)
     sweeps: wp.array(dtype=wp.int32)  # most PGS sweeps any step needed
     unconverged: wp.array(dtype=wp.int32)  # steps that hit max_sweeps
+    dense_steps: wp.array(dtype=wp.int32)  # steps that went on to the Delassus matrix through the joints
 
 
 @wp.func
@@ -737,14 +734,12 @@ def _dense_layout(cm: ContactModel, cs: ContactState, w: int, n_c: int):
 
 @wp.func
 def _sweeps_stall(dmax: wp.float64, d2: wp.float64, tol: wp.float64, per_sweep: int, batches: int, used: int,
-                  max_sweeps: int, weigh: int) -> int:
+                  max_sweeps: int) -> int:
     """1 where the contact solve should go on to the Delassus matrix through the joints: the
     sweeps' rate (the largest change now against two sweeps before) says they will not reach
-    tol within max_sweeps, or (weigh != 0) that the projections still to come (per_sweep each)
-    cost more than building the matrix (3 per probe batch, 2 to finish). The first sweeps
-    converge slower than the later ones (a crawler's: 0.5 a sweep, then 0.3), so the cost is
-    weighed from dense_after on, and before it only a stall counts. Without a rate (the first
-    two sweeps, where dense_after <= 2): 1."""
+    tol within max_sweeps, or that the projections still to come (per_sweep each) cost more
+    than building the matrix (3 per probe batch, 2 to finish). Without a rate (the first two
+    sweeps, where dense_after <= 2): 1."""
     if used < 3 or not (d2 > f64(0.0)):
         return 1
     rate = wp.sqrt(dmax / d2)
@@ -753,7 +748,7 @@ def _sweeps_stall(dmax: wp.float64, d2: wp.float64, tol: wp.float64, per_sweep: 
     left = wp.log(tol / dmax) / wp.log(rate)  # sweeps still to go at this rate
     if f64(used) + left > f64(max_sweeps):
         return 1
-    if weigh != 0 and left * f64(per_sweep) > f64(3 * batches + 2):
+    if left * f64(per_sweep) > f64(3 * batches + 2):
         return 1
     return 0
 
@@ -1032,8 +1027,8 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
     restitution (Poisson: e times each impacting contact's compression impulse, all at once)
     and a second inelastic pass for whatever the restitution impulses push together.
 
-    A step that has not converged after cm.dense_after sweeps (one where the world's last solve
-    went on: after three), whose sweeps stall or would cost more than the matrix (_sweeps_stall),
+    A step that has not converged after cm.dense_after sweeps, whose sweeps stall or would cost
+    more than the matrix (_sweeps_stall),
     with joint rows and islands whose blocks fit in cm.n_dense^2 (_dense_layout), goes on with
     the Delassus matrix through the joints (_build_dense):
     the sweep over the contacts alone reaches a light body's contact only through its own
@@ -1045,9 +1040,13 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
     batches = int(0)
     d1 = f64(0.0)  # the largest change of the last sweep and of the one before
     d2 = f64(0.0)
-    after = cm.dense_after
-    if cs.went_dense[w] != 0 and after > 3:
-        after = 3  # the first sweep with a rate to judge (_sweeps_stall)
+    if nr > 0:
+        # the joints answer the warm-start impulses before the first sweep reads the velocities
+        # (block Gauss-Seidel from the joint block: the same fixed point). Else the first sweep
+        # corrects the contacts for a mechanism that has not reacted yet: a resting crawler's
+        # first change was 5e-3 m/s and its steps took 15-19 sweeps; now half of them take one
+        project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf,
+                       Dg, res, cs.dv, cs.dw, cs.jlam)
     for sweep in range(cm.max_sweeps):
         used = sweep + 1
         dmax = f64(0.0)
@@ -1059,13 +1058,12 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                 if pmoved != 0:  # else the joints already answer the position-only velocities
                     project_joints(w, nr, act, row_b0, row_b1, pat, jl0, ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag,
                                    Lf, Dg, res, cs.pv, cs.pw, cs.pjlam)
-            if dmax > cm.tol and nr > 0 and cm.n_dense > 0 and cm.dense_after > 0 and used >= after:
+            if dmax > cm.tol and nr > 0 and cm.n_dense > 0 and cm.dense_after > 0 and used >= cm.dense_after:
                 if laid == 0:
                     laid = 1
                     blocks, batches = _dense_layout(cm, cs, w, n_c)
-                weigh = int(used >= cm.dense_after)
                 if blocks <= cm.n_dense * cm.n_dense and _sweeps_stall(dmax, d2, cm.tol, 1 + pmoved, batches, used,
-                                                                       cm.max_sweeps, weigh) != 0:
+                                                                       cm.max_sweeps) != 0:
                     _build_dense(cm, cs, w, n_c, nb, inv_mass, vfree, wfree, nr, act, row_b0, row_b1, pat, jl0,
                                  ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg, res)
                     dense = 1
@@ -1111,7 +1109,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                       wa1, sdiag, Lf, Dg, res)
     if used > cs.sweeps[w]:
         cs.sweeps[w] = used
-    cs.went_dense[w] = dense
+    cs.dense_steps[w] = cs.dense_steps[w] + dense
 
 
 @wp.func
@@ -1515,7 +1513,7 @@ def make_contact_state(worlds: int, bodies: int, rows: int, capacity: int, cm: C
     cs.dropped = wp.zeros(W, dtype=wp.int32, device=device)
     cs.sweeps = wp.zeros(W, dtype=wp.int32, device=device)
     cs.unconverged = wp.zeros(W, dtype=wp.int32, device=device)
-    cs.went_dense = wp.zeros(W, dtype=wp.int32, device=device)
+    cs.dense_steps = wp.zeros(W, dtype=wp.int32, device=device)
     return cs
 
 
@@ -1525,6 +1523,7 @@ def contact_stats(cs: ContactState) -> dict:
         "dropped": cs.dropped.numpy().copy(),
         "sweeps": cs.sweeps.numpy().copy(),
         "unconverged": cs.unconverged.numpy().copy(),
+        "dense_steps": cs.dense_steps.numpy().copy(),
         "count": cs.c.count.numpy().copy(),
         # steps whose pairs in reach overflowed the sweep's list (zeros where the sweep is off)
         "all_pairs_tested": (cs.sw.full.numpy().copy() if cs.sw.full.shape[0] == cs.prev_count.shape[0]
