@@ -649,13 +649,18 @@ def _dslot(cs: ContactState, w: int, j: int, k: int) -> int:
 
 
 @wp.func
+def _island_column(cs: ContactState, w: int, k: int):
+    """Contact k's island: its first member in cs.imem, its size n, and the block of dmat in its
+    first row and k's column (row a's is n * a further on)."""
+    isl = cs.cisl[w, k]
+    return cs.istart[w, isl], cs.isize[w, isl], cs.ibase[w, isl] + cs.cloc[w, k]
+
+
+@wp.func
 def _dense_push(cs: ContactState, w: int, k: int, dl: wp.vec3d):
     """Every contact's velocity after an impulse change dl at contact k (the others of its
     island: no other moves)."""
-    isl = cs.cisl[w, k]
-    n = cs.isize[w, isl]
-    first = cs.istart[w, isl]
-    slot = cs.ibase[w, isl] + cs.cloc[w, k]
+    first, n, slot = _island_column(cs, w, k)
     for a in range(n):
         j = cs.imem[w, first + a]
         cs.du[w, j] = cs.du[w, j] + cs.dmat[w, slot + a * n] * dl
@@ -814,10 +819,7 @@ def _sweep(cm: ContactModel, cs: ContactState, w: int, n_c: int, inv_mass: wp.ar
                 dp = pl_new - pl
                 if dp != f64(0.0):
                     if dense != 0:
-                        isl = cs.cisl[w, k]
-                        n = cs.isize[w, isl]
-                        first = cs.istart[w, isl]
-                        slot = cs.ibase[w, isl] + cs.cloc[w, k]
+                        first, n, slot = _island_column(cs, w, k)
                         for a in range(n):
                             j = cs.imem[w, first + a]
                             cs.dup[w, j] = cs.dup[w, j] + cs.dmat[w, slot + a * n][0, 0] * dp
