@@ -384,8 +384,12 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and cm.n_pairs == 0)
     # and with limits too, on the steps in which none holds (step_world's `quiet`): an inactive
     # limit row adds exact zeros, so a limit never reached leaves the motion bit for bit as it is
-    m.hard_only = int(R > 0 and bool(np.all(np.isin(np.asarray(rows.mode), (MODE_EQUAL, MODE_LOWER, MODE_UPPER))))
-                      and cm.n_pairs == 0)
+    hard_rows = R > 0 and bool(np.all(np.isin(np.asarray(rows.mode), (MODE_EQUAL, MODE_LOWER, MODE_UPPER))))
+    m.hard_only = int(hard_rows and cm.n_pairs == 0)
+    # with contact: the factor alone is reused across steps (the contact impulses change every step,
+    # so they are not extrapolated; the Newton iteration and the contact coupling run on the aged
+    # factor, which the iteration refactorises where it converges slowly)
+    m.contact_hard = int(hard_rows and cm.n_pairs > 0)
     return dm
 
 

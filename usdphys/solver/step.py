@@ -200,6 +200,9 @@ class ModelData:
     # is one of equal rows alone (A reused, impulses extrapolated), so a limit never reached
     # leaves the motion as it is without it
     hard_only: int
+    # 1: every row is an equal row or a limit, and shapes collide: A and its factor are reused
+    # across steps as above, but impulses are not extrapolated (contact changes them every step)
+    contact_hard: int
     el: ElementData  # force elements, motors, friction, loads (forces.py)
 
 
@@ -1481,7 +1484,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         sc.wl0[w, i] = wl0
         sc.wl1[w, i] = wl1
     # 3. A = G M^-1 G^T, unless the last factorisation is reused (modified Newton); the angular
-    # responses I^-1 G^T only A needs (and contact, which always rebuilds A) with it
+    # responses I^-1 G^T with it (and for contact, which moves bodies by them, every step)
     # a step of equal rows alone: every row an equal row, or no limit held in the last committed
     # step (the commit sets rs.run = 0 after one, and before the first) and none in the factor an
     # earlier step left (a limit entering below refactorises, solve_rows)
@@ -1491,12 +1494,17 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     elif m.hard_only != 0 and assemble == 0 and sc.fheld[w] == 0 and rs.run[w] != 0:
         quiet = int(1)
     age = sc.fage[w]
-    if assemble != 0 or quiet == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
+    reuse = quiet
+    if m.contact_hard != 0 and assemble == 0:
+        reuse = 1
+    if assemble != 0 or reuse == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
         angular_responses(m, st, sc, w)
         build_A(m, sc, w)
         sc.fage[w] = -1  # solve_rows factorises
     else:
         sc.fage[w] = age + 1
+        if m.contact_hard != 0:  # the contact coupling moves bodies by this step's responses
+            angular_responses(m, st, sc, w)
     # drives: implicit spring-damper rows; hard rows active; limits start inactive
     hp = es.hnow[w]  # the previous try's h (begin_elements below sets this step's)
     # the warm-start impulses are in units of the previous try's kick (es.hkick): an impulse is a
