@@ -642,18 +642,18 @@ def _position_update(pl: wp.float64, up: wp.float64, bpk: wp.float64, knn: wp.fl
 
 
 @wp.func
-def _dslot(cs: ContactState, w: int, j: int, k: int) -> int:
-    """The block of dmat that holds contact j's velocity per unit impulse at contact k (one island)."""
-    isl = cs.cisl[w, k]
-    return cs.ibase[w, isl] + cs.cloc[w, j] * cs.isize[w, isl] + cs.cloc[w, k]
-
-
-@wp.func
 def _island_column(cs: ContactState, w: int, k: int):
     """Contact k's island: its first member in cs.imem, its size n, and the block of dmat in its
     first row and k's column (row a's is n * a further on)."""
     isl = cs.cisl[w, k]
     return cs.istart[w, isl], cs.isize[w, isl], cs.ibase[w, isl] + cs.cloc[w, k]
+
+
+@wp.func
+def _dslot(cs: ContactState, w: int, j: int, k: int) -> int:
+    """The block of dmat that holds contact j's velocity per unit impulse at contact k (one island)."""
+    first, n, slot = _island_column(cs, w, k)
+    return slot + cs.cloc[w, j] * n
 
 
 @wp.func
@@ -860,7 +860,7 @@ def _comp_owner(cm: ContactModel, cs: ContactState, w: int, b: int) -> int:
 
 
 @wp.func
-def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
+def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, blocks: int, nb: int,
                  inv_mass: wp.array(dtype=wp.float64), vfree: wp.array2d(dtype=wp.vec3d),
                  wfree: wp.array2d(dtype=wp.vec3d), nr: int, act: wp.array2d(dtype=wp.int32),
                  row_b0: wp.array(dtype=wp.int32), row_b1: wp.array(dtype=wp.int32), pat: RowPattern,
@@ -881,12 +881,10 @@ def _build_dense(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
     of its contact alone gives, bit for bit). N robots on a floor: as many projections as one
     robot's contacts, not N times as many."""
     z = wp.vec3d(f64(0.0), f64(0.0), f64(0.0))
+    for b in range(blocks):  # the islands' blocks (_dense_layout)
+        cs.dmat[w, b] = wp.mat33d()
     left = int(0)
     for l in range(n_c):
-        n = cs.isize[w, cs.cisl[w, l]]
-        slot = _dslot(cs, w, l, l) - cs.cloc[w, l]  # the row of l's island block
-        for a in range(n):
-            cs.dmat[w, slot + a] = wp.mat33d()
         cs.probed[w, l] = 1
         if cs.kind[w, l] != KIND_OFF:
             cs.probed[w, l] = 0
@@ -1067,7 +1065,7 @@ def contact_solve(cm: ContactModel, cs: ContactState, w: int, n_c: int, nb: int,
                     blocks, batches = _dense_layout(cm, cs, w, n_c)
                 if blocks <= cm.n_dense * cm.n_dense and _sweeps_stall(dmax, d2, cm.tol, 1 + pmoved, batches, used,
                                                                        cm.max_sweeps) != 0:
-                    _build_dense(cm, cs, w, n_c, nb, inv_mass, vfree, wfree, nr, act, row_b0, row_b1, pat, jl0,
+                    _build_dense(cm, cs, w, n_c, blocks, nb, inv_mass, vfree, wfree, nr, act, row_b0, row_b1, pat, jl0,
                                  ja0, jl1, ja1, wl0, wa0, wl1, wa1, sdiag, Lf, Dg, res)
                     dense = 1
             d2 = d1
