@@ -1,6 +1,7 @@
 """Modified Newton across steps (step.py REFACTOR_EVERY / REFACTOR_RATE): the LDL factor of an
-earlier step is reused for models with only equal rows and no contact, and for models of equal
-rows and limits on the steps in which no limit holds; the converged steps
+earlier step is reused for models with only equal rows and no contact, for models of equal
+rows and limits on the steps in which no limit holds, and for models of equal rows, limits and
+drives of fixed compliance with contact or drives (ModelData.reuse_factor); the converged steps
 keep the 1e-12 residual, so closed loops stay closed. The secant acceleration (secant_weight)
 of that frozen-matrix iteration."""
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from usdphys.math3d import quat_rotate
 from usdphys.usd.reader import read_stage
@@ -127,38 +130,134 @@ def test_a_limit_that_holds_rebuilds_the_factor_and_stays_held():
 def test_the_joint_pass_after_contact_reuses_the_first_passes_factor():
     """With contact a step runs the joint pass twice (without contact, then with its impulses).
     The second starts on the rows the first left as it factorised them, so it keeps that factor
-    (factor_is_current) instead of building the same one again; and a model of hard rows alone
-    (equal rows, limits) keeps its factor across steps with contact too (ModelData.contact_hard),
-    as it does without. A 2 kg bar hinged to the world at one end and resting on the floor
-    through a sphere at the other takes 71 factorisations in 500 steps where it took 1,001 (two
-    a step) and then 557 (one a step), and rests: on the floor within the contact's slop, the
-    hinge held to 1e-12. With a damped drive on the hinge (not hard rows alone) it takes one a
-    step, as before, through factor_is_current."""
+    (factor_is_current) instead of building the same one again; and a model of equal rows,
+    limits and drives of fixed compliance keeps its factor across steps with contact too
+    (ModelData.reuse_factor), as a model of hard rows does without. A 2 kg bar hinged to the
+    world at one end and resting on the floor through a sphere at the other takes 71
+    factorisations in 500 steps where it took 1,001 (two a step) and then 557 (one a step), and
+    rests: on the floor within the contact's slop, the hinge held to 1e-12. So with a damped
+    drive on the hinge (71; 557 while drives were rebuilt every step). With an acceleration
+    drive (its compliance scales with A's own diagonal, so A is rebuilt every step) it takes one
+    a step through factor_is_current."""
     from usdphys.types.shapes import SHAPE_PLANE, SHAPE_SPHERE, table_from_specs
 
-    def bar_on_floor(damping=None):
+    def bar_on_floor(damping=None, accel=None):
         m = Model()
         m.gravity = np.array([0.0, 0.0, -9.81])
         r, L, hp = 0.02, 0.4, 0.3
         bar = m.add_body("/bar", 2.0, [0.005, 0.03, 0.03], pos=[-L / 2, 0, hp])
         m.add_joint("/hinge", -1, bar, pos0=[0, 0, hp], pos1=[L / 2, 0, 0], locked=[True] * 4 + [False, True],
-                    drive_damping=damping)
+                    drive_damping=damping, drive_accel=accel)
         m.shapes = table_from_specs([{"type": SHAPE_PLANE},
                                      {"type": SHAPE_SPHERE, "body": bar, "dims": (r, 0, 0), "pos": (-L / 2, 0, r - hp)}])
         return m
 
     L, hp = 0.4, 0.3
-    for damping, least, most in ((None, 500 / 8, 0.2 * 500), ([0, 0, 0, 0, 1.0, 0], 500, 1.2 * 500)):
-        s = Solver(bar_on_floor(damping), "cpu")
+    damped = [0, 0, 0, 0, 1.0, 0]
+    accel = [False] * 4 + [True, False]
+    for damping, acc, least, most in ((None, None, 500 / 8, 0.2 * 500), (damped, None, 500 / 8, 0.2 * 500),
+                                      (damped, accel, 500, 1.2 * 500)):
+        s = Solver(bar_on_floor(damping, acc), "cpu")
+        assert s.m.reuse_factor == (acc is None)
         run = s.run(500, 1, 1e-3)
-        # hard rows alone: one every REFACTOR_EVERY = 8 steps (62), plus where the rank decision is
-        # renewed or the iteration on the aged factor converged slowly: 71 (rebuilding A every step
-        # made it 557, building the second pass's factor again 1,001). With a drive (a compliant
-        # row: A is rebuilt every step with contact) one a step, and one more where the rank
-        # decision is renewed (every RANK_EVERY = 8 factorisations, which the kept factor cannot
-        # skip): 557, where building the second pass's factor again made it 1,001
-        assert least <= s.newton_stats()["factorisations"][0] < most, damping
+        # reused: one every REFACTOR_EVERY = 8 steps (62), plus where the rank decision is renewed
+        # or the iteration on the aged factor converged slowly: 71 (rebuilding A every step made
+        # it 557, building the second pass's factor again 1,001). With an acceleration drive one
+        # a step, and one more where the rank decision is renewed (every RANK_EVERY = 8
+        # factorisations, which the kept factor cannot skip): 557, where building the second
+        # pass's factor again made it 1,001
+        assert least <= s.newton_stats()["factorisations"][0] < most, (damping, acc)
         # resting: contact leaves up to its slop (1e-5 m) of penetration alone, which tilts the bar
         # by at most that at its tip (4.2e-8 m at the centre here)
         np.testing.assert_allclose(run.pos[-1, 0, 0], [-L / 2, 0.0, hp], atol=1e-5)
         assert run.max_constraint_error[0] < 1e-12
+
+
+def driven_chain(n, k, c, target, fmax=np.inf, limit=None, link=0.1):
+    """n rods (1 kg, axial inertia a tenth of the transverse) hinged about y end to end from a
+    pivot at the origin, starting horizontal along x, each hinge on a drive (stiffness k,
+    damping c, target angle, force bound fmax) and limited to +-limit rad (None: no limit)."""
+    m = Model()
+    m.gravity = np.array([0.0, 0.0, -9.81])
+    t = link ** 2 / 12.0
+    prev = -1
+    for j in range(n):
+        b = m.add_body(f"/rod{j}", 1.0, [0.1 * t, t, t], pos=[(j + 0.5) * link, 0.0, 0.0])
+        m.add_joint(f"/joint{j}", prev, b, pos0=[0.0, 0.0, 0.0] if prev < 0 else [link / 2, 0.0, 0.0],
+                    pos1=[-link / 2, 0.0, 0.0], locked=[True] * 4 + [False, True],
+                    drive_stiffness=[0, 0, 0, 0, k, 0], drive_damping=[0, 0, 0, 0, c, 0],
+                    drive_target_pos=[0, 0, 0, 0, target, 0], drive_max_force=[np.inf] * 4 + [fmax, np.inf])
+        if limit is not None:
+            m.joint_lower[-1, 4], m.joint_upper[-1, 4] = -limit, limit
+        prev = b
+    return m
+
+
+@settings(derandomize=True, max_examples=10, deadline=None, database=None)
+@given(n=st.integers(2, 6), k=st.sampled_from([0.0, 2.0, 30.0]), c=st.floats(0.02, 3.0),
+       target=st.floats(-0.6, 0.6), limit=st.sampled_from([None, 0.3, 1.0]))
+def test_drives_keep_their_factor_across_steps_and_the_same_motion(n, k, c, target, limit):
+    """Drives of fixed compliance keep an earlier step's factor (ModelData.reuse_factor): the
+    iteration matrix is old, the residuals and the 1e-12 test are this step's, so each step
+    converges to the same impulses as with a fresh factor every step, to within the tolerance.
+    Over 300 steps the two runs of a falling driven chain (some hinges on their limits) stay
+    within 1e-9 m (measured 2e-12: the 1e-12 steps' differences, which the motion of 0.04-0.5 m
+    could amplify but here does not), with under half the factorisations."""
+    model = driven_chain(n, k, c, target, limit=limit)
+    runs, factors = [], []
+    for reuse in (1, 0):
+        s = Solver(model, "cpu")
+        assert s.m.reuse_factor == 1
+        s.m.reuse_factor = reuse  # 0: a fresh factor every step, the run to compare with
+        runs.append(s.run(300, 1, 1e-3))
+        factors.append(s.newton_stats()["factorisations"][0])
+        assert runs[-1].max_constraint_error[0] <= 1e-12 and runs[-1].reduced_steps[0] == 0
+    assert factors[1] >= 300 and factors[0] < 0.5 * factors[1]
+    np.testing.assert_allclose(runs[0].pos, runs[1].pos, rtol=0, atol=1e-9)
+    assert np.abs(runs[0].pos[-1] - runs[0].pos[0]).max() > 0.01  # it moved (10^7 times the bound)
+
+
+def test_a_changed_drive_gain_drops_the_kept_factor():
+    """The factor holds the drives' compliance on its diagonal, so a gain set between calls
+    (Solver.set_parameter; any row parameter) makes the next step factorise afresh, and the
+    steps after it keep that factor again."""
+    s = Solver(driven_chain(3, 10.0, 0.5, 0.2), "cpu")
+    s.run(20, 1, 1e-3)
+    assert s.sc.fage.numpy()[0] > 0  # a step's factor kept by the next ones
+    before = s.newton_stats()["factorisations"][0]
+    s.set_parameter("joint.drive_stiffness", [40.0], index=("/joint1", "rotY"))
+    assert s.sc.fage.numpy()[0] == -1
+    s.run(1, 1, 1e-3)
+    assert s.newton_stats()["factorisations"][0] == before + 1
+    run = s.run(30, 1, 1e-3)
+    assert run.max_constraint_error[0] <= 1e-12
+    assert s.newton_stats()["factorisations"][0] < before + 1 + 30 / 2
+
+
+def test_a_kept_factor_that_stalls_below_the_refactor_floor_is_rebuilt_not_accepted():
+    """Two free 0.23 kg bodies (principal axes tilted, inertia 1.4e-5..1.2e-4 kg m^2) on a
+    skewed prismatic joint with limits +-1 m and a drive (k 10, c 1, target -1 m at 1 m/s,
+    maxForce 100), falling at dt = 1/1020 s (Newton's kamino test stage
+    test_joint_prismatic_actuated.usda, rebuilt here). On its kept factor one step's iteration
+    stalled at 9.8e-12, under the level where a slow update rebuilds the factor
+    (REFACTOR_FLOOR x the tolerance), ran out of updates and was accepted there (within
+    ACCEPT_FACTOR): now an old factor that stalls is rebuilt and the step converges to 1e-12,
+    as with a fresh factor every step."""
+    m = Model()
+    m.gravity = np.array([0.0, 0.0, -9.8067])
+    axes = (-0.340445, 0.916765, -0.102857, 0.181822)  # xyzw
+    inertia = (1.44825e-05, 0.000123861, 0.000124459)
+    b0 = m.add_body("/body_0", 0.2262, inertia, pos=(-0.0155601, -0.0848459, -0.00574446), com_rot=axes)
+    b1 = m.add_body("/body_1", 0.2262, inertia, pos=(0.0413202, -0.0281047, 0.0230962), com_rot=axes)
+    rot = (-0.0921648, -0.21039, 0.343494, 0.910634)
+    m.add_joint("/slide", b0, b1, pos0=(0.0284401, 0.0283706, 0.0144203), rot0=rot,
+                pos1=(-0.0284401, -0.0283706, -0.0144203), rot1=rot, locked=[False] + [True] * 5,
+                lower=[-1.0] + [-np.inf] * 5, upper=[1.0] + [np.inf] * 5,
+                drive_stiffness=[10.0] + [0] * 5, drive_damping=[1.0] + [0] * 5,
+                drive_target_pos=[-1.0] + [0] * 5, drive_target_vel=[1.0] + [0] * 5,
+                drive_max_force=[100.0] + [np.inf] * 5)
+    s = Solver(m, "cpu")
+    assert s.m.reuse_factor == 1
+    worst = max(s.run(1, 1, 1.0 / 1020).max_constraint_error[0] for _ in range(1020))
+    assert worst <= 1e-12
+    assert s.newton_stats()["factorisations"][0] < 0.3 * 1020  # kept: 135 in 1020 steps

@@ -200,9 +200,10 @@ class ModelData:
     # is one of equal rows alone (A reused, impulses extrapolated), so a limit never reached
     # leaves the motion as it is without it
     hard_only: int
-    # 1: every row is an equal row or a limit, and shapes collide: A and its factor are reused
-    # across steps as above, but impulses are not extrapolated (contact changes them every step)
-    contact_hard: int
+    # 1: every row is an equal row, a limit or a drive of fixed compliance (not an acceleration
+    # drive), and shapes collide or a drive acts: A and its factor are reused across steps while
+    # the step size stays, but impulses are not extrapolated (contact and drives change them)
+    reuse_factor: int
     el: ElementData  # force elements, motors, friction, loads (forces.py)
 
 
@@ -935,6 +936,12 @@ def factor_is_current(sc: Scratch, w: int, nr: int) -> int:
     would be the same bit for bit."""
     if rank_reusable(sc, w, nr) == 0:
         return 0
+    return kept_as_factorised(sc, w, nr)
+
+
+@wp.func
+def kept_as_factorised(sc: Scratch, w: int, nr: int) -> int:
+    """1 when the rows the factor holds (sc.keep) are those row_kept keeps now."""
     i = int(-1)
     while i < nr - 1:
         i += 1
@@ -1200,9 +1207,10 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
             if inequality_residual(m, es, sc, w, i) < wp.float64(0.0):
                 sc.act[w, i] = 1
                 entered = 1
-    if entered != 0 and sc.fage[w] > 0:
-        # a limit enters a step that reuses an earlier step's factor (built without it): this
-        # step's A, factorised below with the limit
+    if sc.fage[w] > 0 and (entered != 0 or (m.reuse_factor != 0 and kept_as_factorised(sc, w, nr) == 0)):
+        # a limit enters a step that reuses an earlier step's factor (built without it), or a
+        # drive the factor left out (force-bounded in its last pass) starts active again: this
+        # step's A, factorised below with them
         angular_responses(m, st, sc, w)
         build_A(m, sc, w)
         sc.fage[w] = -1
@@ -1268,10 +1276,13 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 if applied == wp.float64(0.0):
                     prev = wp.float64(0.0)  # back at the update's start: a fresh update follows
             else:
-                if updates >= MAX_NEWTON and (updates >= MAX_NEWTON_SLOW or not (worst < SLOW_GAIN * prev)):
+                stop = updates >= MAX_NEWTON and (updates >= MAX_NEWTON_SLOW or not (worst < SLOW_GAIN * prev))
+                if stop and sc.fage[w] <= 0:
                     break
                 slow = worst > REFACTOR_RATE * prev and worst > REFACTOR_FLOOR * tol
-                if sc.fage[w] > 0 and updates > 0 and slow:  # an old factor that no longer serves
+                # an old factor that no longer serves, or that stalls below REFACTOR_FLOOR: the
+                # pass goes on with this step's instead of ending short of the tolerance
+                if sc.fage[w] > 0 and updates > 0 and (slow or stop):
                     refactor_this_step(m, st, sc, dg, w, nr)
                     history = 0  # another iteration matrix: the last update is not comparable
                 prev = worst
@@ -1493,9 +1504,13 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         quiet = int(1)
     elif m.hard_only != 0 and assemble == 0 and sc.fheld[w] == 0 and rs.run[w] != 0:
         quiet = int(1)
+    hp = es.hnow[w]  # the previous try's h (begin_elements below sets this step's)
+    # the warm-start impulses are in units of the previous try's kick (es.hkick): an impulse is a
+    # force times the kick, so they are rescaled to this one's (a retry, the steps after one)
+    hkp = es.hkick[w]
     age = sc.fage[w]
     reuse = quiet
-    if m.contact_hard != 0 and assemble == 0:
+    if m.reuse_factor != 0 and assemble == 0 and hp == h and hkp == hk:  # a drive's compliance is h's
         reuse = 1
     if assemble != 0 or reuse == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
         angular_responses(m, st, sc, w)
@@ -1503,13 +1518,9 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         sc.fage[w] = -1  # solve_rows factorises
     else:
         sc.fage[w] = age + 1
-        if m.contact_hard != 0:  # the contact coupling moves bodies by this step's responses
+        if cm.n_pairs > 0 and m.reuse_factor != 0:  # the contact coupling moves bodies by this step's responses
             angular_responses(m, st, sc, w)
     # drives: implicit spring-damper rows; hard rows active; limits start inactive
-    hp = es.hnow[w]  # the previous try's h (begin_elements below sets this step's)
-    # the warm-start impulses are in units of the previous try's kick (es.hkick): an impulse is a
-    # force times the kick, so they are rescaled to this one's (a retry, the steps after one)
-    hkp = es.hkick[w]
     rescale = int(0)
     wscale = wp.float64(1.0)  # exactly 1 for a constant step: a held pose stays held bit for bit
     if assemble == 0 and hkp > wp.float64(0.0) and hkp != hk:
@@ -1595,6 +1606,12 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                     sc.sdiag[w, i] = sc.sdiag[w, i] * (h / hk)
                     sc.sinv[w, i] = sc.sinv[w, i] * (h / hk)
                 sc.sshift[w, i] = (h * k * dtarget + c * h * m.row_tv[w, i]) / denom
+                if cold == 0:  # warm start: the drive's force goes on (its last impulse)
+                    if rescale != 0:
+                        rs.lwarm[w, i] = wscale * rs.lwarm[w, i]
+                    sc.lam[w, i] = rs.lwarm[w, i]
+                    if sc.lam[w, i] != wp.float64(0.0):
+                        warm = 1
         sc.act[w, i] = act
     if assemble != 0 or m.has_elements != 0:
         begin_elements(m, es, sc, w, h, assemble)  # motors, force elements, friction
@@ -1704,7 +1721,8 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         i += 1
         lw = wp.float64(0.0)
         mode = m.row_mode[i]
-        if assemble == 0 and (mode == MODE_EQUAL or mode == MODE_LOWER or mode == MODE_UPPER) and sc.act[w, i] == 1:
+        if assemble == 0 and (mode == MODE_EQUAL or mode == MODE_LOWER or mode == MODE_UPPER or mode == MODE_SOFT) and (
+                sc.act[w, i] == 1):
             lw = sc.lam[w, i]
         if assemble != 0:  # a fresh start: no history
             rs.lwarm3[w, i] = lw
