@@ -1351,6 +1351,20 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                     sc.lam[w, i] = clamped
                     sc.act[w, i] = 2  # clamped: impulse fixed, row leaves the system
                     changed = 1
+            elif mode == MODE_SOFT and sc.act[w, i] == 2 and judge != 0:
+                # clamped on its force bound: released unless the force the drive would exert at
+                # the poses reached, (shift - moved) / compliance, lies beyond the bound on the
+                # clamp's side. A clamp is decided on a pass in which the row was active; where
+                # other drives clamped in the same pass, the motion that follows may want this one
+                # inside its bound or on the other side (a double pendulum's second drive then
+                # stayed clamped against the way it wanted to push), and it starts the next pass
+                # active again
+                g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
+                moved = element_delta(m, sc, w, i, m.row_kind[i], row_measure_at(m, es, w, i, sc.pos1, sc.rot1, g))
+                wanted = (sc.sshift[w, i] - moved) / sc.sinv[w, i]
+                if wanted * wp.sign(sc.lam[w, i]) < es.hkick[w] * m.row_fmax[w, i]:
+                    sc.act[w, i] = 1
+                    changed = 1
             elif mode == MODE_FRICTION and sc.act[w, i] == 2 and m.el.couple[i] < 0:
                 # sliding, but the joint moved along its friction impulse: it stops and sticks
                 g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
@@ -1609,9 +1623,17 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                 if cold == 0:  # warm start: the drive's force goes on (its last impulse)
                     if rescale != 0:
                         rs.lwarm[w, i] = wscale * rs.lwarm[w, i]
-                    sc.lam[w, i] = rs.lwarm[w, i]
-                    if sc.lam[w, i] != wp.float64(0.0):
+                    lw = rs.lwarm[w, i]
+                    sc.lam[w, i] = lw
+                    if lw != wp.float64(0.0):
                         warm = 1
+                    bound = hk * m.row_fmax[w, i]
+                    if wp.abs(lw) >= bound:
+                        # it ended the last step on its force bound: it starts there, clamped
+                        # (out of the system, as in the factor that step left), and is released
+                        # when a pass ends with its force inside the bound (solve_rows)
+                        sc.lam[w, i] = wp.sign(lw) * bound
+                        act = 2
         sc.act[w, i] = act
     if assemble != 0 or m.has_elements != 0:
         begin_elements(m, es, sc, w, h, assemble)  # motors, force elements, friction
@@ -1721,8 +1743,9 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         i += 1
         lw = wp.float64(0.0)
         mode = m.row_mode[i]
-        if assemble == 0 and (mode == MODE_EQUAL or mode == MODE_LOWER or mode == MODE_UPPER or mode == MODE_SOFT) and (
-                sc.act[w, i] == 1):
+        if assemble == 0 and (mode == MODE_EQUAL or mode == MODE_LOWER or mode == MODE_UPPER) and sc.act[w, i] == 1:
+            lw = sc.lam[w, i]
+        if assemble == 0 and mode == MODE_SOFT and sc.act[w, i] != 0:  # active or clamped on its bound
             lw = sc.lam[w, i]
         if assemble != 0:  # a fresh start: no history
             rs.lwarm3[w, i] = lw
