@@ -34,11 +34,11 @@ MAX_STEPS = 1e10
 # Result arrays held at once: the solver's frame buffer, its host copy and the prim-frame poses.
 POSE_COPIES = 3
 # Per-world solver vectors (usdphys/solver/io.py, forces.py, contact.py), rounded up: per row
-# 8 vec3d + 12 float64 + 4 int32 of scratch, 6 float64 of warm-start history, 11 float64 + 1 int32
-# of element state, 2 float64 of contact coupling (460 bytes); per body 8 vec3d + a quaternion +
+# 8 vec3d + 13 float64 + 4 int32 of scratch, 6 float64 of warm-start history, 11 float64 + 1 int32
+# of element state, 2 float64 of contact coupling (468 bytes); per body 8 vec3d + a quaternion +
 # a 3x3 matrix of scratch, the state and the contact pass's velocity buffers (~554 bytes). Checked
 # against the arrays a solver allocates per world (benchmarks/bench_scale.py: chain-300, 1.04 MB; charged 1.08 MB).
-BYTES_PER_ROW = 464
+BYTES_PER_ROW = 472
 BYTES_PER_BODY = 560
 # Per contact a world can hold (usdphys/solver/contact.py make_contact_state, narrowphase.py
 # allocate_contacts): 6 mat33d + 7 vec3d + 9 float64 + 2 int32 of contact state, 5 int32 +

@@ -35,7 +35,7 @@ from usdphys.solver.row_values import Classes, class_keys, fill, probe_template,
 from usdphys.solver.ldl import put_pattern
 from usdphys.errors import UsdphysError, quiet
 from usdphys.types.enums import RowKind, RowMode
-from usdphys.types.model import MODE_EQUAL, MODE_LOWER, MODE_SOFT, MODE_UPPER, Model, RowTable, swing_sides
+from usdphys.types.model import MODE_EQUAL, MODE_LAW, MODE_LOWER, MODE_SOFT, MODE_UPPER, Model, RowTable, swing_sides
 from usdphys.types.params import (ROW_PARAMETERS, base_values, check_world_parameters, parameter_view,
                                   structure_change_error, world_model)
 from usdphys.types.rowgraph import RowPattern, row_pattern
@@ -386,19 +386,18 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     # limit row adds exact zeros, so a limit never reached leaves the motion bit for bit as it is
     hard_rows = R > 0 and bool(np.all(np.isin(np.asarray(rows.mode), (MODE_EQUAL, MODE_LOWER, MODE_UPPER))))
     m.hard_only = int(hard_rows and cm.n_pairs == 0)
-    # with contact, or with drives: the factor alone is reused across steps (contact and drive
-    # impulses change every step, so they are not extrapolated; the Newton iteration and the
-    # contact coupling run on the aged factor, which the iteration refactorises where it converges
-    # slowly). A drive's compliance on A's diagonal depends on h and its gains alone (step_world
-    # reuses only at the factor's h; a change of gains drops the factor, Solver.set_parameter),
-    # but an acceleration drive's scales with A's own diagonal, and law and friction rows change
-    # theirs or their active set every step
-    modes = np.asarray(rows.mode)
-    accel = np.asarray(rows.accel, dtype=bool) if R > 0 else np.zeros(0, bool)
-    soft = modes == MODE_SOFT
-    steady_rows = R > 0 and bool(np.all(np.isin(modes, (MODE_EQUAL, MODE_LOWER, MODE_UPPER, MODE_SOFT))))
-    steady_rows = steady_rows and not bool(np.any(soft & accel))
-    m.reuse_factor = int(steady_rows and (cm.n_pairs > 0 or bool(np.any(soft))))
+    # every other model (contact, drives, joint friction, limits that hold): the factor alone is
+    # reused across steps, on the steps whose rows are the factor's (the hard active set, the
+    # rows kept, each compliance on A's diagonal bit for bit: step.kept_as_factorised; a drive's
+    # stays while h and its gains do). Impulses are not extrapolated (contact, drive, friction
+    # and limit impulses change every step); the Newton iteration and the contact coupling run
+    # on the aged factor, which the iteration refactorises where it converges slowly. Not with
+    # acceleration drives, whose compliance scales with A's own diagonal, nor with force-element
+    # (law) rows: with them dm_control's walker (joint damping and armature, on the floor) left
+    # the fresh-factor run's path and failed at t = 0.76 s at every step size (not understood)
+    soft_accel = (np.asarray(rows.mode) == MODE_SOFT) & np.asarray(rows.accel, dtype=bool) if R > 0 else False
+    m.reuse_factor = int(R > 0 and not m.equal_only and not bool(np.any(soft_accel))
+                         and not bool(np.any(np.asarray(rows.mode) == MODE_LAW)))
     return dm
 
 
@@ -579,7 +578,8 @@ def make_scratch(device_model: DeviceModel, worlds: int, device=None) -> K.Scrat
     sc.iinv = zeros((W, Bn), wp.mat33d)
     for name in ("jl0", "ja0", "jl1", "ja1", "wl0", "wa0", "wl1", "wa1"):
         setattr(sc, name, zeros((W, Rn), wp.vec3d))
-    for name in ("g0", "sdiag", "sshift", "sinv", "lam", "res", "Dinv", "ly", "dlam", "dres", "dstep", "fprev"):
+    for name in ("g0", "sdiag", "sdiag_f", "sshift", "sinv", "lam", "res", "Dinv", "ly", "dlam", "dres", "dstep",
+                 "fprev"):
         setattr(sc, name, zeros((W, Rn), wp.float64))
     sc.act = zeros((W, Rn), wp.int32)
     sc.keep = zeros((W, Rn), wp.int32)

@@ -200,9 +200,9 @@ class ModelData:
     # is one of equal rows alone (A reused, impulses extrapolated), so a limit never reached
     # leaves the motion as it is without it
     hard_only: int
-    # 1: every row is an equal row, a limit or a drive of fixed compliance (not an acceleration
-    # drive), and shapes collide or a drive acts: A and its factor are reused across steps while
-    # the step size stays, but impulses are not extrapolated (contact and drives change them)
+    # 1: not equal_only, and no acceleration drive: A and its factor are reused across steps
+    # while the step's rows are the factor's (kept_as_factorised), impulses not extrapolated
+    # (hard_only's quiet steps extrapolate them too)
     reuse_factor: int
     el: ElementData  # force elements, motors, friction, loads (forces.py)
 
@@ -237,9 +237,10 @@ class RowState:
 @wp.struct
 class Scratch:
     """Work buffers of one step: written before they are read within the step. The one
-    exception is the factorisation cache (Lf, Dinv, fage, fheld): models with equal rows only, and
-    models of equal rows and limits while no limit holds, reuse the factor of an earlier step
-    (modified Newton, REFACTOR_EVERY); fage = -1 marks it stale."""
+    exception is the factorisation cache (A, Lf, Dinv, keep, sdiag_f, the rank decision, fage,
+    fheld): every model but those with acceleration drives reuses the factor of an earlier step
+    (modified Newton, REFACTOR_EVERY; ModelData.equal_only, hard_only, reuse_factor); fage = -1
+    marks it stale."""
     # bodies [world, body]
     vstar: wp.array2d(dtype=wp.vec3d)
     mom: wp.array2d(dtype=wp.vec3d)
@@ -262,6 +263,7 @@ class Scratch:
     wl1: wp.array2d(dtype=wp.vec3d)
     wa1: wp.array2d(dtype=wp.vec3d)
     sdiag: wp.array2d(dtype=wp.float64)
+    sdiag_f: wp.array2d(dtype=wp.float64)  # the sdiag the kept factor was built with (kept_as_factorised)
     sshift: wp.array2d(dtype=wp.float64)
     sinv: wp.array2d(dtype=wp.float64)
     lam: wp.array2d(dtype=wp.float64)  # row impulses of this step (motor efforts are read from it)
@@ -895,6 +897,10 @@ def factor_rows(m: ModelData, sc: Scratch, w: int, nr: int):
         sc.keep[w, i] = k
     sc.fheld[w] = held
     ldl_factor(sc.A, sc.Lf, sc.Dinv, sc.ly, sc.keep, sc.sdiag, m.pat, w, nr, FACTOR_TOL)
+    i = int(-1)
+    while i < nr - 1:
+        i += 1
+        sc.sdiag_f[w, i] = sc.sdiag[w, i]
 
 
 @wp.func
@@ -934,18 +940,24 @@ def factor_is_current(sc: Scratch, w: int, nr: int) -> int:
     """1 when factor_rows would build again the factor it built last in this step (fage = 0:
     this step's A): it would reuse the rank decision and keep the same rows, so its factor
     would be the same bit for bit."""
-    if rank_reusable(sc, w, nr) == 0:
+    if sc.rank_age[w] < 0 or sc.rank_age[w] >= RANK_EVERY:
         return 0
     return kept_as_factorised(sc, w, nr)
 
 
 @wp.func
 def kept_as_factorised(sc: Scratch, w: int, nr: int) -> int:
-    """1 when the rows the factor holds (sc.keep) are those row_kept keeps now."""
+    """1 when the factor holds the rows it would hold now: the hard active rows are those of
+    the rank decision it was built on (a limit that starts active from its warm start and was not
+    in that decision has no rank_indep, so row_kept alone would pass it), the rows kept are
+    those row_kept keeps, and each compliance on the diagonal is the one it was built with
+    (a drive's or a law's changes with h, a nonlinear law's with the motion)."""
     i = int(-1)
     while i < nr - 1:
         i += 1
-        if row_kept(sc, w, i) != sc.keep[w, i]:
+        if row_hard(sc, w, i) != sc.rank_hard[w, i] or row_kept(sc, w, i) != sc.keep[w, i]:
+            return 0
+        if sc.sdiag[w, i] != sc.sdiag_f[w, i]:
             return 0
     return 1
 
@@ -1524,7 +1536,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
     hkp = es.hkick[w]
     age = sc.fage[w]
     reuse = quiet
-    if m.reuse_factor != 0 and assemble == 0 and hp == h and hkp == hk:  # a drive's compliance is h's
+    if m.reuse_factor != 0 and assemble == 0:  # (solve_rows checks the rows are the factor's)
         reuse = 1
     if assemble != 0 or reuse == 0 or age < 0 or age >= REFACTOR_EVERY - 1:
         angular_responses(m, st, sc, w)
