@@ -34,6 +34,22 @@ def test_fourbar_reuses_the_factorisation_and_stays_closed():
     assert run.max_constraint_error.max() <= 1e-12
 
 
+def kept_and_fresh(model, frames, substeps, dt=1e-3):
+    """The model run with the factor kept across steps (ModelData.reuse_factor) and with a fresh
+    factor every step, the run to compare with: (runs, factorisations, solvers). Every step of
+    both converges to 1e-12 at the full step."""
+    runs, factors, solvers = [], [], []
+    for reuse in (1, 0):
+        s = Solver(model, "cpu")
+        assert s.m.reuse_factor == 1
+        s.m.reuse_factor = reuse
+        runs.append(s.run(frames, substeps, dt))
+        factors.append(s.newton_stats()["factorisations"][0])
+        solvers.append(s)
+        assert runs[-1].max_constraint_error.max() <= 1e-12 and runs[-1].reduced_steps.max() == 0
+    return runs, factors, solvers
+
+
 def test_joint_friction_keeps_the_factor_while_its_rows_stay_as_factorised():
     """A wheel spinning down on joint friction (4 N m against 2 kg m^2 at 3 rad/s: it slides for
     1.5 s, then sticks): its friction row slides (clamped, out of the factor) and then sticks
@@ -46,14 +62,7 @@ def test_joint_friction_keeps_the_factor_while_its_rows_stay_as_factorised():
     model, _ = read_stage(stage(wheel(2.0, 3.0, newton_api(dofs=["angle"], dynamicFrictionEffort=[4.0])),
                                 gravity=9.81))
     assert np.any(model.constraint_rows().mode == 0)
-    runs, factors = [], []
-    for reuse in (1, 0):
-        s = Solver(model, "cpu")
-        assert s.m.equal_only == 0 and s.m.reuse_factor == 1
-        s.m.reuse_factor = reuse  # 0: a fresh factor every step, the run to compare with
-        runs.append(s.run(20, 100, 1e-3))
-        factors.append(s.newton_stats()["factorisations"][0])
-        assert runs[-1].max_constraint_error.max() <= 1e-12
+    runs, factors, _ = kept_and_fresh(model, 20, 100)
     assert factors[1] >= 2000 and factors[0] < 0.2 * factors[1]
     np.testing.assert_allclose(runs[0].rot, runs[1].rot, rtol=0, atol=1e-12)
     np.testing.assert_allclose(runs[0].pos, runs[1].pos, rtol=0, atol=1e-12)
@@ -213,15 +222,7 @@ def test_drives_keep_their_factor_across_steps_and_the_same_motion(n, k, c, targ
     Over 300 steps the two runs of a falling driven chain (some hinges on their limits) stay
     within 1e-9 m (measured 2e-12: the 1e-12 steps' differences, which the motion of 0.04-0.5 m
     could amplify but here does not), with under half the factorisations."""
-    model = driven_chain(n, k, c, target, limit=limit)
-    runs, factors = [], []
-    for reuse in (1, 0):
-        s = Solver(model, "cpu")
-        assert s.m.reuse_factor == 1
-        s.m.reuse_factor = reuse  # 0: a fresh factor every step, the run to compare with
-        runs.append(s.run(300, 1, 1e-3))
-        factors.append(s.newton_stats()["factorisations"][0])
-        assert runs[-1].max_constraint_error[0] <= 1e-12 and runs[-1].reduced_steps[0] == 0
+    runs, factors, _ = kept_and_fresh(driven_chain(n, k, c, target, limit=limit), 300, 1)
     assert factors[1] >= 300 and factors[0] < 0.5 * factors[1]
     np.testing.assert_allclose(runs[0].pos, runs[1].pos, rtol=0, atol=1e-9)
     assert np.abs(runs[0].pos[-1] - runs[0].pos[0]).max() > 0.01  # it moved (10^7 times the bound)
@@ -336,14 +337,7 @@ def test_drives_on_the_floor_keep_the_factor_through_the_contact_coupling(k, c, 
     model.joint_drive_stiffness[:, 3] = k
     model.joint_drive_damping[:, 3] = c
     model.joint_drive_target_pos[:, 3] = target
-    runs, factors = [], []
-    for reuse in (1, 0):
-        s = Solver(model, "cpu")
-        assert s.m.reuse_factor == 1
-        s.m.reuse_factor = reuse  # 0: a fresh factor every step, the run to compare with
-        runs.append(s.run(10, 100, 1e-3))
-        factors.append(s.newton_stats()["factorisations"][0])
-        assert runs[-1].max_constraint_error[0] <= 1e-12 and runs[-1].reduced_steps[0] == 0
-        assert s.contact_stats()["count"][0] >= 4  # resting on the floor
+    runs, factors, solvers = kept_and_fresh(model, 10, 100)
+    assert all(s.contact_stats()["count"][0] >= 4 for s in solvers)  # resting on the floor
     assert factors[0] < 0.2 * 1000 <= factors[1]
     np.testing.assert_allclose(runs[0].pos, runs[1].pos, rtol=0, atol=1e-6)
