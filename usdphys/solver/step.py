@@ -200,9 +200,9 @@ class ModelData:
     # is one of equal rows alone (A reused, impulses extrapolated), so a limit never reached
     # leaves the motion as it is without it
     hard_only: int
-    # 1: not equal_only, and no acceleration drive: A and its factor are reused across steps
-    # while the step's rows are the factor's (kept_as_factorised), impulses not extrapolated
-    # (hard_only's quiet steps extrapolate them too)
+    # 1: not equal_only, and no acceleration drive or law row (io.put_model says why): A and
+    # its factor are reused across steps while the step's rows are the factor's
+    # (kept_as_factorised), impulses not extrapolated (hard_only's quiet steps extrapolate them)
     reuse_factor: int
     el: ElementData  # force elements, motors, friction, loads (forces.py)
 
@@ -238,7 +238,7 @@ class RowState:
 class Scratch:
     """Work buffers of one step: written before they are read within the step. The one
     exception is the factorisation cache (A, Lf, Dinv, keep, sdiag_f, the rank decision, fage,
-    fheld): every model but those with acceleration drives reuses the factor of an earlier step
+    fheld): every model but those with acceleration drives or law rows reuses the factor of an earlier step
     (modified Newton, REFACTOR_EVERY; ModelData.equal_only, hard_only, reuse_factor); fage = -1
     marks it stale."""
     # bodies [world, body]
@@ -951,7 +951,7 @@ def kept_as_factorised(sc: Scratch, w: int, nr: int) -> int:
     the rank decision it was built on (a limit that starts active from its warm start and was not
     in that decision has no rank_indep, so row_kept alone would pass it), the rows kept are
     those row_kept keeps, and each compliance on the diagonal is the one it was built with
-    (a drive's or a law's changes with h, a nonlinear law's with the motion)."""
+    (a drive's changes with h and its gains)."""
     i = int(-1)
     while i < nr - 1:
         i += 1
@@ -1220,9 +1220,9 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 sc.act[w, i] = 1
                 entered = 1
     if sc.fage[w] > 0 and (entered != 0 or (m.reuse_factor != 0 and kept_as_factorised(sc, w, nr) == 0)):
-        # a limit enters a step that reuses an earlier step's factor (built without it), or a
-        # drive the factor left out (force-bounded in its last pass) starts active again: this
-        # step's A, factorised below with them
+        # a limit enters a step that reuses an earlier step's factor (built without it), or the
+        # step's rows are not the factor's (a drive or friction row it left out starts active, a
+        # compliance changed with h): this step's A, factorised below
         angular_responses(m, st, sc, w)
         build_A(m, sc, w)
         sc.fage[w] = -1
@@ -1530,10 +1530,6 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         quiet = int(1)
     elif m.hard_only != 0 and assemble == 0 and sc.fheld[w] == 0 and rs.run[w] != 0:
         quiet = int(1)
-    hp = es.hnow[w]  # the previous try's h (begin_elements below sets this step's)
-    # the warm-start impulses are in units of the previous try's kick (es.hkick): an impulse is a
-    # force times the kick, so they are rescaled to this one's (a retry, the steps after one)
-    hkp = es.hkick[w]
     age = sc.fage[w]
     reuse = quiet
     if m.reuse_factor != 0 and assemble == 0:  # (solve_rows checks the rows are the factor's)
@@ -1544,9 +1540,13 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
         sc.fage[w] = -1  # solve_rows factorises
     else:
         sc.fage[w] = age + 1
-        if cm.n_pairs > 0 and m.reuse_factor != 0:  # the contact coupling moves bodies by this step's responses
+        if cm.n_pairs > 0:  # the contact coupling moves bodies by this step's responses
             angular_responses(m, st, sc, w)
     # drives: implicit spring-damper rows; hard rows active; limits start inactive
+    hp = es.hnow[w]  # the previous try's h (begin_elements below sets this step's)
+    # the warm-start impulses are in units of the previous try's kick (es.hkick): an impulse is a
+    # force times the kick, so they are rescaled to this one's (a retry, the steps after one)
+    hkp = es.hkick[w]
     rescale = int(0)
     wscale = wp.float64(1.0)  # exactly 1 for a constant step: a held pose stays held bit for bit
     if assemble == 0 and hkp > wp.float64(0.0) and hkp != hk:
