@@ -394,8 +394,9 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     # on the aged factor, which the iteration refactorises where it converges slowly. Not with
     # acceleration drives, whose compliance scales with A's own diagonal, nor with force-element
     # (law) rows: with them dm_control's walker (joint damping and armature, on the floor)
-    # diverged in the joint pass after a contact solve projected through a six-step-old factor,
-    # and failed at t = 0.76 s at every step size (docs/solver.md, step 2; cause not found)
+    # diverged: the contact solve's joint projection through a six-step-old factor grew its
+    # joint impulses to 3e10, and the run failed at t = 0.76 s at every step size (docs/solver.md,
+    # step 2, with what was tried)
     soft_accel = (np.asarray(rows.mode) == MODE_SOFT) & np.asarray(rows.accel, dtype=bool) if R > 0 else False
     m.reuse_factor = int(R > 0 and not m.equal_only and not bool(np.any(soft_accel))
                          and not bool(np.any(np.asarray(rows.mode) == MODE_LAW)))
