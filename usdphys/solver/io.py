@@ -381,10 +381,11 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     # modified Newton across steps (step.py, REFACTOR_EVERY) and extrapolated impulses: only when A cannot change by
     # more than the motion does, i.e. all rows are equal rows (no drives, limits, elements'
     # law / friction rows, whose diagonals or active sets change) and nothing collides
-    m.equal_only = int(R > 0 and bool(np.all(np.asarray(rows.mode) == MODE_EQUAL)) and cm.n_pairs == 0)
+    modes = np.asarray(rows.mode)
+    m.equal_only = int(R > 0 and bool(np.all(modes == MODE_EQUAL)) and cm.n_pairs == 0)
     # and with limits too, on the steps in which none holds (step_world's `quiet`): an inactive
     # limit row adds exact zeros, so a limit never reached leaves the motion bit for bit as it is
-    hard_rows = R > 0 and bool(np.all(np.isin(np.asarray(rows.mode), (MODE_EQUAL, MODE_LOWER, MODE_UPPER))))
+    hard_rows = R > 0 and bool(np.all(np.isin(modes, (MODE_EQUAL, MODE_LOWER, MODE_UPPER))))
     m.hard_only = int(hard_rows and cm.n_pairs == 0)
     # every other model (contact, drives, joint friction, limits that hold): the factor alone is
     # reused across steps, on the steps whose rows are the factor's (the hard active set, the
@@ -397,9 +398,8 @@ def put_model(model: Model, device=None, contact: ContactOptions | None = None,
     # diverged: the contact solve's joint projection through a six-step-old factor grew its
     # joint impulses to 3e10, and the run failed at t = 0.76 s at every step size (docs/solver.md,
     # step 2, with what was tried)
-    soft_accel = (np.asarray(rows.mode) == MODE_SOFT) & np.asarray(rows.accel, dtype=bool) if R > 0 else False
-    m.reuse_factor = int(R > 0 and not m.equal_only and not bool(np.any(soft_accel))
-                         and not bool(np.any(np.asarray(rows.mode) == MODE_LAW)))
+    soft_accel = (modes == MODE_SOFT) & np.asarray(rows.accel, dtype=bool) if R > 0 else False
+    m.reuse_factor = int(R > 0 and not m.equal_only and not np.any(soft_accel) and not np.any(modes == MODE_LAW))
     return dm
 
 
