@@ -513,6 +513,12 @@ def active_set_rows(m: ModelData) -> int:
 
 
 @wp.func
+def drive_bound(m: ModelData, es: ElementState, w: int, i: int) -> wp.float64:
+    """Drive row i's impulse bound: its force limit over this try's kick (es.hkick)."""
+    return es.hkick[w] * m.row_fmax[w, i]
+
+
+@wp.func
 def row_sign(mode: int) -> wp.float64:
     if mode == MODE_UPPER:
         return wp.float64(-1.0)
@@ -1354,7 +1360,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 # be far off (a thin rod's friction read 400x its bound, slipped and was accepted);
                 # so does a pass that ran out of updates within what a step accepts (else a step
                 # was committed with a sticking friction impulse 6e6 times its bound)
-                bound = es.hkick[w] * m.row_fmax[w, i]  # the force limit over the kick
+                bound = drive_bound(m, es, w, i)
                 if mode == MODE_FRICTION:
                     bound = es.lmax[w, i]  # static or dynamic friction effort times the kick
                 if wp.abs(sc.lam[w, i]) > bound:
@@ -1374,7 +1380,7 @@ def solve_rows(m: ModelData, st: StateData, es: ElementState, sc: Scratch, dg: D
                 g, jl0, ja0, jl1, ja1 = row_at(m, i, sc.pos1, sc.rot1, w)
                 moved = element_delta(m, sc, w, i, m.row_kind[i], row_measure_at(m, es, w, i, sc.pos1, sc.rot1, g))
                 wanted = (sc.sshift[w, i] - moved) / sc.sinv[w, i]
-                if wanted * wp.sign(sc.lam[w, i]) < es.hkick[w] * m.row_fmax[w, i]:
+                if wanted * wp.sign(sc.lam[w, i]) < drive_bound(m, es, w, i):
                     sc.act[w, i] = 1
                     changed = 1
             elif mode == MODE_FRICTION and sc.act[w, i] == 2 and m.el.couple[i] < 0:
@@ -1639,7 +1645,7 @@ def step_world(m: ModelData, st: StateData, rs: RowState, es: ElementState, sc: 
                     sc.lam[w, i] = lw
                     if lw != wp.float64(0.0):
                         warm = 1
-                    bound = hk * m.row_fmax[w, i]
+                    bound = drive_bound(m, es, w, i)
                     if wp.abs(lw) >= bound:
                         # it ended the last step on its force bound: it starts there, clamped
                         # (out of the system, as in the factor that step left), and is released
