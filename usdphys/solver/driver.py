@@ -522,8 +522,9 @@ class Solver:
         class (a limit infinite or not, a gain zero or not) is written into its cells of the row
         columns directly (solver/row_values.py); the first change of a class costs two or three
         builds of the row table;
-        a body or row parameter makes the next step factorise afresh (a kept factor was of the
-        old masses, or of the old drive gains on its diagonal)."""
+        a body parameter makes the next step factorise afresh (a kept factor was of the old
+        masses); a drive gain does where a factor is kept, because the step finds its compliance
+        on the diagonal changed (step.kept_as_factorised)."""
         model = copy.copy(self.model)  # the caller's Model stays as it was
         model.world_parameters = dict(self.model.world_parameters)
         params.set_parameter(model, name, values, index)
@@ -531,7 +532,7 @@ class Solver:
         arrays = io.parameter_arrays(self.dm, model, (group,), changed=name)  # raises before anything is replaced
         io.put_parameter_arrays(self.dm, arrays, self.device, self.W)
         self.model = model
-        if group in ("bodies", "rows"):
+        if group == "bodies":
             self.sc.fage.fill_(-1)
 
     def state(self):
